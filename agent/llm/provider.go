@@ -1,0 +1,67 @@
+package llm
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"iter"
+
+	"github.com/dsh-acp/dsh-acp/session"
+)
+
+// ToolSchema is one tool as the model sees it.
+type ToolSchema struct {
+	Name        string          `json:"name"`
+	Description string          `json:"description"`
+	Parameters  json.RawMessage `json:"parameters"`
+}
+
+// Config is the request configuration recorded in request headers.
+type Config struct {
+	Model       string   `json:"model"`
+	Temperature *float64 `json:"temperature,omitempty"`
+	MaxTokens   *int     `json:"maxTokens,omitempty"`
+	Stop        []string `json:"stop,omitempty"`
+}
+
+// Message is one history message derived from the log.
+type Message struct {
+	Role    string // "user" or "assistant"
+	Content []session.Block
+}
+
+// Request is one model call.
+type Request struct {
+	// SessionID identifies the calling session (the replay provider binds
+	// scripts by it).
+	SessionID string
+	Config    Config
+	System    string
+	Tools     []ToolSchema
+	Messages  []Message
+}
+
+// Provider streams one model call. The sequence ends after a finish chunk
+// or with a non-nil error; cancelling ctx aborts the call.
+type Provider interface {
+	Stream(ctx context.Context, req *Request) iter.Seq2[Chunk, error]
+}
+
+// Error is a failed model call with a machine-readable code (AUTH,
+// RATE_LIMIT, INVALID_REQUEST, SERVER, HTTP_<status>, STREAM_CLOSED, ...).
+type Error struct {
+	Message string
+	Code    string
+	Status  int
+}
+
+func (e *Error) Error() string { return e.Message }
+
+// ErrorCode returns the code of an *Error in err's chain, or "".
+func ErrorCode(err error) string {
+	var le *Error
+	if errors.As(err, &le) {
+		return le.Code
+	}
+	return ""
+}

@@ -1,0 +1,102 @@
+// Package jsonx holds the project's JSON encoding conventions: compact
+// output without HTML escaping, so `<`, `>` and `&` stay literal on the wire
+// and in session logs.
+package jsonx
+
+import (
+	"bytes"
+	"encoding/json"
+)
+
+// Marshal encodes v like json.Marshal but without HTML escaping and without
+// a trailing newline.
+func Marshal(v any) ([]byte, error) {
+	var buf bytes.Buffer
+	enc := json.NewEncoder(&buf)
+	enc.SetEscapeHTML(false)
+	if err := enc.Encode(v); err != nil {
+		return nil, err
+	}
+	b := buf.Bytes()
+	return b[:len(b)-1], nil
+}
+
+// MustMarshal is Marshal for values that cannot fail to encode (structs of
+// plain fields). It panics on error, which signals a programming mistake.
+func MustMarshal(v any) json.RawMessage {
+	b, err := Marshal(v)
+	if err != nil {
+		panic("jsonx: " + err.Error())
+	}
+	return b
+}
+
+// Compact returns raw compacted, undoing any HTML escaping an earlier
+// json.Marshal applied (\u003c, \u003e, \u0026, \u2028, \u2029 inside
+// strings become literal characters again).
+func Compact(raw []byte) ([]byte, error) {
+	var buf bytes.Buffer
+	if err := json.Compact(&buf, raw); err != nil {
+		return nil, err
+	}
+	return UnescapeHTML(buf.Bytes()), nil
+}
+
+// UnescapeHTML rewrites the HTML-safe escapes that encoding/json emits back
+// into literal characters. It scans string tokens properly, so an escaped
+// backslash followed by "u003c" text is left alone.
+func UnescapeHTML(b []byte) []byte {
+	if !bytes.Contains(b, []byte(`\u`)) {
+		return b
+	}
+	out := make([]byte, 0, len(b))
+	inStr := false
+	for i := 0; i < len(b); i++ {
+		c := b[i]
+		if !inStr {
+			if c == '"' {
+				inStr = true
+			}
+			out = append(out, c)
+			continue
+		}
+		switch c {
+		case '"':
+			inStr = false
+			out = append(out, c)
+		case '\\':
+			if i+5 < len(b) && b[i+1] == 'u' {
+				switch string(b[i+2 : i+6]) {
+				case "003c", "003C":
+					out = append(out, '<')
+					i += 5
+					continue
+				case "003e", "003E":
+					out = append(out, '>')
+					i += 5
+					continue
+				case "0026":
+					out = append(out, '&')
+					i += 5
+					continue
+				case "2028":
+					out = append(out, "\u2028"...)
+					i += 5
+					continue
+				case "2029":
+					out = append(out, "\u2029"...)
+					i += 5
+					continue
+				}
+			}
+			out = append(out, c)
+			if i+1 < len(b) {
+				i++
+				out = append(out, b[i])
+			}
+		default:
+			out = append(out, c)
+		}
+	}
+	return out
+}

@@ -1,0 +1,158 @@
+// Package session owns the session log: the append-only sequence of events
+// that is the single source of truth for a conversation, the folds computed
+// from it, and the stores that persist it.
+package session
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"strconv"
+
+	"github.com/dsh-acp/dsh-acp/internal/jsonx"
+)
+
+// FormatVersion is the only session log format version this build reads.
+const FormatVersion = 0
+
+// Header is line 0 of a session log.
+type Header struct {
+	ID            string
+	CreatedAt     int64
+	Cwd           string // empty: absent
+	ParentSession string // empty: absent
+	SeedLength    int    // 0: absent
+	Version       int
+}
+
+type headerJSON struct {
+	Type          string `json:"type"`
+	Version       int    `json:"version"`
+	ID            string `json:"id"`
+	CreatedAt     int64  `json:"createdAt"`
+	Cwd           string `json:"cwd,omitempty"`
+	ParentSession string `json:"parentSession,omitempty"`
+	SeedLength    int    `json:"seedLength,omitempty"`
+}
+
+// MarshalJSON emits the header in contract key order.
+func (h Header) MarshalJSON() ([]byte, error) {
+	return jsonx.Marshal(headerJSON{"session", h.Version, h.ID, h.CreatedAt, h.Cwd, h.ParentSession, h.SeedLength})
+}
+
+// UnmarshalJSON reads a header line and checks its type and version.
+func (h *Header) UnmarshalJSON(b []byte) error {
+	var j headerJSON
+	j.Version = -1
+	if err := json.Unmarshal(b, &j); err != nil {
+		return err
+	}
+	if j.Type != "session" {
+		return fmt.Errorf("not a session header (type %q)", j.Type)
+	}
+	if j.Version != FormatVersion {
+		return fmt.Errorf("unsupported session format version %d for %q (only v0 is supported)", j.Version, j.ID)
+	}
+	*h = Header{ID: j.ID, CreatedAt: j.CreatedAt, Cwd: j.Cwd, ParentSession: j.ParentSession, SeedLength: j.SeedLength, Version: j.Version}
+	return nil
+}
+
+// Event is one line of the log after the header.
+type Event struct {
+	Type string
+	Seq  int
+	Time int64
+	Data json.RawMessage
+	// SourceEventSeqs is emitted when non-nil (surface events only).
+	SourceEventSeqs []int
+	// SurfaceOp is emitted when non-nil (surface events only), e.g. "append".
+	SurfaceOp json.RawMessage
+	// SurfaceOpFirst emits surfaceOp before sourceEventSeqs, the key order
+	// of the synthetic crash-repair tool result.
+	SurfaceOpFirst bool
+}
+
+// SurfaceAppend is the surfaceOp every composition here writes.
+var SurfaceAppend = json.RawMessage(`"append"`)
+
+// MarshalJSON emits the envelope in contract key order.
+func (e Event) MarshalJSON() ([]byte, error) {
+	var b bytes.Buffer
+	b.Grow(len(e.Data) + 64)
+	b.WriteString(`{"type":`)
+	t, _ := jsonx.Marshal(e.Type)
+	b.Write(t)
+	b.WriteString(`,"seq":`)
+	b.WriteString(strconv.Itoa(e.Seq))
+	b.WriteString(`,"time":`)
+	b.WriteString(strconv.FormatInt(e.Time, 10))
+	b.WriteString(`,"data":`)
+	if len(e.Data) == 0 {
+		b.WriteString("{}")
+	} else {
+		b.Write(e.Data)
+	}
+	writeSeqs := func() {
+		if e.SourceEventSeqs != nil {
+			b.WriteString(`,"sourceEventSeqs":[`)
+			for i, s := range e.SourceEventSeqs {
+				if i > 0 {
+					b.WriteByte(',')
+				}
+				b.WriteString(strconv.Itoa(s))
+			}
+			b.WriteByte(']')
+		}
+	}
+	writeOp := func() {
+		if e.SurfaceOp != nil {
+			b.WriteString(`,"surfaceOp":`)
+			b.Write(e.SurfaceOp)
+		}
+	}
+	if e.SurfaceOpFirst {
+		writeOp()
+		writeSeqs()
+	} else {
+		writeSeqs()
+		writeOp()
+	}
+	b.WriteByte('}')
+	return b.Bytes(), nil
+}
+
+// UnmarshalJSON reads an event line, remembering the surfaceOp/sourceEventSeqs
+// key order so a reloaded event re-serializes identically.
+func (e *Event) UnmarshalJSON(b []byte) error {
+	var j struct {
+		Type            *string         `json:"type"`
+		Seq             *int            `json:"seq"`
+		Time            int64           `json:"time"`
+		Data            json.RawMessage `json:"data"`
+		SourceEventSeqs []int           `json:"sourceEventSeqs"`
+		SurfaceOp       json.RawMessage `json:"surfaceOp"`
+	}
+	if err := json.Unmarshal(b, &j); err != nil {
+		return err
+	}
+	if j.Type == nil || j.Seq == nil {
+		return fmt.Errorf("event line lacks type or seq")
+	}
+	data, err := jsonx.Compact(j.Data)
+	if err != nil && len(j.Data) > 0 {
+		return err
+	}
+	*e = Event{Type: *j.Type, Seq: *j.Seq, Time: j.Time, Data: data, SourceEventSeqs: j.SourceEventSeqs, SurfaceOp: j.SurfaceOp}
+	if j.SurfaceOp != nil && j.SourceEventSeqs != nil {
+		e.SurfaceOpFirst = bytes.Index(b, []byte(`"surfaceOp"`)) < bytes.Index(b, []byte(`"sourceEventSeqs"`))
+	}
+	return nil
+}
+
+// Decode unmarshals the event's data into v.
+func (e Event) Decode(v any) error {
+	if err := json.Unmarshal(e.Data, v); err != nil {
+		return fmt.Errorf("decode %s event %d: %w", e.Type, e.Seq, err)
+	}
+	return nil
+}

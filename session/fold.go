@@ -1,0 +1,38 @@
+package session
+
+// LastTurn returns the number of the last turn/start in events (0 if none).
+func LastTurn(events []Event) int {
+	for i := len(events) - 1; i >= 0; i-- {
+		if events[i].Type == TypeTurnStart {
+			var ts TurnStart
+			if events[i].Decode(&ts) == nil {
+				return ts.Turn
+			}
+		}
+	}
+	return 0
+}
+
+// TurnOpen reports whether the last of turn/start and turn/end in events is
+// a turn/start.
+func TurnOpen(events []Event) bool {
+	for i := len(events) - 1; i >= 0; i-- {
+		switch events[i].Type {
+		case TypeTurnStart:
+			return true
+		case TypeTurnEnd:
+			return false
+		}
+	}
+	return false
+}
+
+// HasHeader reports whether events contain a request header event.
+func HasHeader(events []Event) bool {
+	for _, e := range events {
+		if e.Type == TypeRequestHeader || e.Type == TypeRequestHeaderDelta {
+			return true
+		}
+	}
+	return false
+}

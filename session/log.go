@@ -1,0 +1,142 @@
+package session
+
+import (
+	"context"
+	"fmt"
+	"sync"
+)
+
+// Clock returns the current wall time in epoch milliseconds.
+type Clock func() int64
+
+// Subscriber observes appended events synchronously, in append order. It
+// must not append to the same log.
+type Subscriber func(Event)
+
+// Log is one session's append-only event log. Appends are serialized and
+// subscribers see every event in seq order before Append returns. Events are
+// buffered in memory and written to the Store at each Flush.
+type Log struct {
+	appendMu sync.Mutex // serializes Append including subscriber dispatch
+	mu       sync.Mutex // guards the fields below
+	header   Header
+	events   []Event
+	flushed  int
+	clock    Clock
+	store    Store
+	subs     map[int]Subscriber
+	nextSub  int
+}
+
+// NewLog starts an empty log for header h. store may be nil (memory only).
+func NewLog(h Header, clock Clock, store Store) *Log {
+	return &Log{header: h, clock: clock, store: store, subs: map[int]Subscriber{}}
+}
+
+// ResumeLog wraps events already persisted in store.
+func ResumeLog(h Header, events []Event, clock Clock, store Store) *Log {
+	l := NewLog(h, clock, store)
+	l.events = events
+	l.flushed = len(events)
+	return l
+}
+
+// Header returns the log's header.
+func (l *Log) Header() Header {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.header
+}
+
+// ID returns the session id.
+func (l *Log) ID() string { return l.Header().ID }
+
+// Events returns the events appended so far. The returned slice must not be
+// modified; later appends do not change it.
+func (l *Log) Events() []Event {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.events[:len(l.events):len(l.events)]
+}
+
+// Len returns the number of events (the next seq).
+func (l *Log) Len() int {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return len(l.events)
+}
+
+// Subscribe registers fn and returns a function that removes it.
+func (l *Log) Subscribe(fn Subscriber) (unsubscribe func()) {
+	l.appendMu.Lock()
+	defer l.appendMu.Unlock()
+	l.mu.Lock()
+	id := l.nextSub
+	l.nextSub++
+	l.subs[id] = fn
+	l.mu.Unlock()
+	return func() {
+		l.appendMu.Lock()
+		defer l.appendMu.Unlock()
+		l.mu.Lock()
+		delete(l.subs, id)
+		l.mu.Unlock()
+	}
+}
+
+// AppendOption adjusts an appended event.
+type AppendOption func(*Event)
+
+// WithSourceSeqs sets sourceEventSeqs (surface events only).
+func WithSourceSeqs(seqs []int) AppendOption {
+	return func(e *Event) { e.SourceEventSeqs = seqs }
+}
+
+// Append adds one event of type typ with data (a payload struct, marshalled
+// in declared field order) and notifies subscribers. Surface types get
+// surfaceOp "append".
+func (l *Log) Append(typ string, data any, opts ...AppendOption) Event {
+	l.appendMu.Lock()
+	defer l.appendMu.Unlock()
+	ev := Event{Type: typ, Data: Data(data)}
+	if IsSurface(typ) {
+		ev.SurfaceOp = SurfaceAppend
+	}
+	for _, o := range opts {
+		o(&ev)
+	}
+	l.mu.Lock()
+	ev.Seq = len(l.events)
+	ev.Time = l.clock()
+	l.events = append(l.events, ev)
+	subs := make([]Subscriber, 0, len(l.subs))
+	for i := 0; i < l.nextSub; i++ {
+		if s, ok := l.subs[i]; ok {
+			subs = append(subs, s)
+		}
+	}
+	l.mu.Unlock()
+	for _, s := range subs {
+		s(ev)
+	}
+	return ev
+}
+
+// Flush writes every event not yet persisted to the store.
+func (l *Log) Flush(ctx context.Context) error {
+	l.mu.Lock()
+	pending := l.events[l.flushed:]
+	h := l.header
+	n := len(l.events)
+	l.mu.Unlock()
+	if l.store == nil || len(pending) == 0 {
+		return nil
+	}
+	if err := l.store.Append(ctx, h, pending); err != nil {
+		return fmt.Errorf("flush session %s: %w", h.ID, err)
+	}
+	l.mu.Lock()
+	l.flushed = n
+	l.mu.Unlock()
+	return nil
+}

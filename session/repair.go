@@ -1,0 +1,93 @@
+package session
+
+import "encoding/json"
+
+// InterruptedText is the result text of a tool call cut off by a crash.
+const InterruptedText = "Tool call interrupted by a crash; no result was recorded."
+
+// RepairClosers returns the events that close a turn left open by a crash
+// (session-log contract § 6, crash repair): an interrupted tool/result for
+// every announced call of the open step without a result, the step/end, and
+// turn/end {kind: interrupted}. It returns nil when no turn is open. The
+// closers continue the seqs of events and carry the last event's time.
+func RepairClosers(events []Event) []Event {
+	openTurn := -1
+	for i := len(events) - 1; i >= 0; i-- {
+		if events[i].Type == TypeTurnEnd {
+			break
+		}
+		if events[i].Type == TypeTurnStart {
+			openTurn = i
+			break
+		}
+	}
+	if openTurn < 0 {
+		return nil
+	}
+	var ts TurnStart
+	_ = events[openTurn].Decode(&ts)
+	last := events[len(events)-1]
+	seq := last.Seq + 1
+	var out []Event
+	add := func(typ string, data any) *Event {
+		out = append(out, Event{Type: typ, Seq: seq, Time: last.Time, Data: Data(data)})
+		seq++
+		return &out[len(out)-1]
+	}
+
+	step, stepOpen := 0, false
+	var announced []Block
+	callSeq := map[string]int{}
+	answered := map[string]bool{}
+	for _, e := range events[openTurn+1:] {
+		switch e.Type {
+		case TypeStepStart:
+			var s StepRef
+			_ = e.Decode(&s)
+			step, stepOpen = s.Step, true
+			announced = nil
+			callSeq = map[string]int{}
+			answered = map[string]bool{}
+		case TypeStepEnd:
+			stepOpen = false
+		case TypeAssistantMessage:
+			var m AssistantMessage
+			_ = e.Decode(&m)
+			for _, b := range m.Content {
+				if b.Type == BlockToolCall {
+					announced = append(announced, b)
+				}
+			}
+		case TypeToolCall:
+			var c ToolCall
+			_ = e.Decode(&c)
+			callSeq[c.CallID] = e.Seq
+		case TypeToolResult:
+			var r struct {
+				CallID string `json:"callId"`
+			}
+			_ = json.Unmarshal(e.Data, &r)
+			answered[r.CallID] = true
+		}
+	}
+	if stepOpen {
+		for _, b := range announced {
+			if answered[b.ID] {
+				continue
+			}
+			ev := add(TypeToolResult, ToolResult{
+				Turn: ts.Turn, Step: step, CallID: b.ID,
+				Content: []Block{TextBlock(InterruptedText)}, IsError: true,
+				Error: &ErrorInfo{Name: "InterruptedError", Code: "interrupted"},
+			})
+			ev.SurfaceOp = SurfaceAppend
+			ev.SurfaceOpFirst = true
+			if s, ok := callSeq[b.ID]; ok {
+				ev.SourceEventSeqs = []int{s}
+			}
+		}
+		add(TypeStepEnd, StepRef{Turn: ts.Turn, Step: step})
+	}
+	add(TypeTurnEnd, TurnEnd{Turn: ts.Turn, Reason: EndReason{Kind: EndInterrupted}})
+	return out
+}
