@@ -1,0 +1,70 @@
+package acp
+
+import (
+	"context"
+
+	"github.com/dsh-acp/dsh-acp/agent"
+	"github.com/dsh-acp/dsh-acp/session"
+)
+
+// Agent is the surface the bridge drives; package agent implements it.
+type Agent interface {
+	// NewSession starts a session rooted at the absolute cwd.
+	NewSession(ctx context.Context, cwd string) (Session, error)
+	// LookupSession returns a stored session's header without a full parse.
+	LookupSession(ctx context.Context, id string) (session.Header, error)
+	// ResumeSession loads a stored session (crash repair applied).
+	ResumeSession(ctx context.Context, id string) (Session, error)
+}
+
+// Session is one live conversation.
+type Session interface {
+	// ID returns the session id.
+	ID() string
+	// Log returns the session's event log.
+	Log() *session.Log
+	// Prompt runs one turn for the user's text and returns how it ended. It
+	// returns once the turn's turn/end is in the log.
+	Prompt(ctx context.Context, text string) session.EndReason
+	// Cancel aborts the running turn (and drops one about to start).
+	Cancel(reason string)
+	// Close disposes the session: a running turn ends "disposed" and the log
+	// is flushed.
+	Close(ctx context.Context) error
+}
+
+// Options configures the bridge for a composition.
+type Options struct {
+	// AgentName and AgentVersion identify the agent in initialize.
+	AgentName, AgentVersion string
+	// AcceptMCPServers accepts a non-empty mcpServers list (logged, not yet
+	// used) instead of rejecting it with upstream's text.
+	AcceptMCPServers bool
+	// ModesComposed enables session/set_mode (plan mode).
+	ModesComposed bool
+}
+
+// FromRuntime adapts an agent runtime to the bridge's Agent surface.
+func FromRuntime(rt *agent.Runtime) Agent { return runtimeAgent{rt} }
+
+type runtimeAgent struct{ rt *agent.Runtime }
+
+func (a runtimeAgent) NewSession(ctx context.Context, cwd string) (Session, error) {
+	s, err := a.rt.NewSession(ctx, cwd)
+	if err != nil {
+		return nil, err
+	}
+	return s, nil
+}
+
+func (a runtimeAgent) LookupSession(ctx context.Context, id string) (session.Header, error) {
+	return a.rt.LookupSession(ctx, id)
+}
+
+func (a runtimeAgent) ResumeSession(ctx context.Context, id string) (Session, error) {
+	s, err := a.rt.ResumeSession(ctx, id)
+	if err != nil {
+		return nil, err
+	}
+	return s, nil
+}

@@ -1,0 +1,28 @@
+package acp
+
+import "encoding/json"
+
+// initialize negotiates the protocol version and remembers the client's
+// terminal_output capability for sessions created afterwards.
+func (s *Server) initialize(params json.RawMessage) (any, error) {
+	var req InitializeRequest
+	if err := decode(params, &req); err != nil {
+		return nil, err
+	}
+	terminal := false
+	if raw, ok := req.ClientCapabilities.Meta["terminal_output"]; ok {
+		terminal = string(raw) == "true"
+	}
+	s.mu.Lock()
+	s.terminalOutput = terminal
+	s.mu.Unlock()
+	return InitializeResponse{
+		ProtocolVersion: ProtocolVersion,
+		AgentInfo:       Implementation{Name: s.opts.AgentName, Version: s.opts.AgentVersion},
+		AgentCapabilities: AgentCapabilities{
+			LoadSession:        true,
+			PromptCapabilities: PromptCapabilities{},
+		},
+		AuthMethods: []json.RawMessage{},
+	}, nil
+}

@@ -1,0 +1,130 @@
+package acp
+
+import (
+	"context"
+	"encoding/json"
+	"strings"
+
+	"github.com/sourcegraph/jsonrpc2"
+
+	"github.com/dsh-acp/dsh-acp/internal/jsonx"
+	"github.com/dsh-acp/dsh-acp/session"
+)
+
+// prompt handles session/prompt: validation, then the turn runs on its own
+// goroutine and the answer follows its turn/end (or a cancel).
+func (s *Server) prompt(ctx context.Context, id jsonrpc2.ID, params json.RawMessage) (any, error) {
+	var req PromptRequest
+	if err := decode(params, &req); err != nil {
+		return nil, err
+	}
+	s.mu.Lock()
+	if s.closed {
+		s.mu.Unlock()
+		return nil, errDisposed()
+	}
+	ls := s.sessions[req.SessionID]
+	if ls == nil {
+		s.mu.Unlock()
+		return nil, invalidParams("unknown session: %s", req.SessionID)
+	}
+	if ls.prompt != nil {
+		s.mu.Unlock()
+		return nil, invalidParams("a prompt is already in flight for this session")
+	}
+	text, err := flatten(req.Prompt)
+	if err != nil {
+		s.mu.Unlock()
+		return nil, err
+	}
+	p := &inflight{id: id}
+	ls.prompt = p
+	s.work.Add(1)
+	s.mu.Unlock()
+
+	go func() {
+		defer s.work.Done()
+		reason := ls.s.Prompt(context.WithoutCancel(ctx), text)
+		s.settle(ls, p, func() { s.answerTurn(id, reason) })
+	}()
+	return nil, errDeferred
+}
+
+// settle answers p once: the first of turn end and cancel wins.
+func (s *Server) settle(ls *liveSession, p *inflight, answer func()) {
+	s.mu.Lock()
+	if p.settled {
+		if ls.prompt == p {
+			ls.prompt = nil
+		}
+		s.mu.Unlock()
+		return
+	}
+	p.settled = true
+	if ls.prompt == p {
+		ls.prompt = nil
+	}
+	s.mu.Unlock()
+	answer()
+}
+
+// answerTurn maps a turn/end reason to the prompt's answer.
+func (s *Server) answerTurn(id jsonrpc2.ID, r session.EndReason) {
+	switch r.Kind {
+	case session.EndMaxTokens:
+		s.answer(id, PromptResponse{StopMaxTokens}, nil)
+	case session.EndAborted, session.EndDisposed, session.EndRejected:
+		s.answer(id, PromptResponse{StopCancelled}, nil)
+	case session.EndError:
+		s.answer(id, nil, internalError("turn failed: %s", r.Message))
+	default:
+		s.answer(id, PromptResponse{StopEndTurn}, nil)
+	}
+}
+
+// cancel handles the session/cancel notification.
+func (s *Server) cancel(params json.RawMessage) {
+	var req CancelNotification
+	if json.Unmarshal(params, &req) != nil {
+		return
+	}
+	s.mu.Lock()
+	ls := s.sessions[req.SessionID]
+	var p *inflight
+	if ls != nil {
+		p = ls.prompt
+	}
+	s.mu.Unlock()
+	if ls == nil {
+		return
+	}
+	ls.s.Cancel("session/cancel")
+	if p != nil {
+		s.settle(ls, p, func() { s.answer(p.id, PromptResponse{StopCancelled}, nil) })
+	}
+}
+
+// flatten turns prompt blocks into the one user text the agent receives.
+func flatten(blocks []ContentBlock) (string, error) {
+	var b strings.Builder
+	for _, c := range blocks {
+		switch c.Type {
+		case "text":
+			b.WriteString(c.Text)
+		case "resource_link":
+			name, _ := jsonx.Marshal(c.Name)
+			uri, _ := jsonx.Marshal(c.URI)
+			b.WriteString("\n[resource_link name=")
+			b.Write(name)
+			b.WriteString(" uri=")
+			b.Write(uri)
+			b.WriteString("]\n")
+		default:
+			return "", invalidParams("only text and resource_link prompt content is supported; image/audio/embedded resource blocks are rejected rather than silently dropped")
+		}
+	}
+	if strings.TrimSpace(b.String()) == "" {
+		return "", invalidParams("empty prompt")
+	}
+	return b.String(), nil
+}

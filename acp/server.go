@@ -1,0 +1,198 @@
+package acp
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"io"
+	"strings"
+	"sync"
+
+	"github.com/rs/zerolog"
+	"github.com/sourcegraph/jsonrpc2"
+
+	"github.com/dsh-acp/dsh-acp/internal/jsonx"
+)
+
+// Server is one ACP connection's bridge between the client and the Agent.
+//
+// Inbound messages are handled in the read loop in arrival order, so a
+// session/cancel is never handled before the prompt it cancels; nothing in
+// that loop waits on the client or the model: turns and session loads run on
+// their own goroutines and answer when done.
+type Server struct {
+	agent Agent
+	opts  Options
+	log   zerolog.Logger
+
+	stream *LineStream
+	conn   *jsonrpc2.Conn
+
+	mu             sync.Mutex
+	closed         bool
+	terminalOutput bool
+	sessions       map[string]*liveSession
+	loading        map[string]bool
+	work           sync.WaitGroup
+}
+
+// liveSession is a session the bridge serves.
+type liveSession struct {
+	s        Session
+	terminal bool // the client's terminal_output flag, snapshotted
+	prompt   *inflight
+	unsub    func()
+}
+
+// inflight is a session/prompt awaiting its answer.
+type inflight struct {
+	id      jsonrpc2.ID
+	settled bool
+}
+
+// NewServer returns a bridge for agent.
+func NewServer(agent Agent, opts Options, log zerolog.Logger) *Server {
+	return &Server{agent: agent, opts: opts, log: log, sessions: map[string]*liveSession{}, loading: map[string]bool{}}
+}
+
+// Serve speaks ACP on r/w until r ends, then tears down every session
+// (running turns end "disposed", logs are flushed) and returns.
+func (s *Server) Serve(ctx context.Context, r io.Reader, w io.Writer) error {
+	s.stream = NewLineStream(r, w, nil, s.log)
+	s.conn = jsonrpc2.NewConn(ctx, s.stream, s, jsonrpc2.SetLogger(zerologPrintf{s.log}))
+	select {
+	case <-s.conn.DisconnectNotify():
+	case <-ctx.Done():
+		_ = s.conn.Close()
+	}
+	s.teardown(context.WithoutCancel(ctx))
+	return nil
+}
+
+// teardown marks the bridge closed, settles pending prompts and disposes
+// every live session in parallel.
+func (s *Server) teardown(ctx context.Context) {
+	s.mu.Lock()
+	s.closed = true
+	live := make([]*liveSession, 0, len(s.sessions))
+	for _, ls := range s.sessions {
+		if ls.prompt != nil {
+			ls.prompt.settled = true
+		}
+		live = append(live, ls)
+	}
+	s.mu.Unlock()
+	var wg sync.WaitGroup
+	for _, ls := range live {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			if err := ls.s.Close(ctx); err != nil {
+				s.log.Error().Err(err).Str("session", ls.s.ID()).Msg("dispose session")
+			}
+		}()
+	}
+	wg.Wait()
+	s.work.Wait()
+}
+
+// Handle implements jsonrpc2.Handler; it runs in the read loop.
+func (s *Server) Handle(ctx context.Context, _ *jsonrpc2.Conn, req *jsonrpc2.Request) {
+	params := json.RawMessage("null")
+	if req.Params != nil {
+		params = *req.Params
+	}
+	if req.Notif {
+		s.handleNotification(ctx, req.Method, params)
+		return
+	}
+	result, err := s.dispatch(ctx, req.ID, req.Method, params)
+	if errors.Is(err, errDeferred) {
+		return
+	}
+	s.answer(req.ID, result, err)
+}
+
+// errDeferred marks a request answered later (session/prompt, session/load).
+var errDeferred = errors.New("answer deferred")
+
+func (s *Server) dispatch(ctx context.Context, id jsonrpc2.ID, method string, params json.RawMessage) (any, error) {
+	switch method {
+	case "initialize":
+		return s.initialize(params)
+	case "authenticate":
+		return struct{}{}, nil
+	case "session/new":
+		return s.newSession(ctx, params)
+	case "session/load":
+		return s.loadSession(ctx, id, params)
+	case "session/prompt":
+		return s.prompt(ctx, id, params)
+	case "session/set_config_option":
+		return s.setConfigOption(params)
+	case "session/set_mode":
+		return s.setMode(params)
+	}
+	return nil, methodNotFound(method)
+}
+
+func (s *Server) handleNotification(_ context.Context, method string, params json.RawMessage) {
+	switch method {
+	case "session/cancel":
+		s.cancel(params)
+	default:
+		if !strings.HasPrefix(method, "_") {
+			s.log.Debug().Str("method", method).Msg("ignored notification")
+		}
+	}
+}
+
+// decode unmarshals params into v, mapping failures to -32602.
+func decode(params json.RawMessage, v any) error {
+	if err := json.Unmarshal(params, v); err != nil {
+		return badParams(err)
+	}
+	return nil
+}
+
+// answer writes the response to request id.
+func (s *Server) answer(id jsonrpc2.ID, result any, err error) {
+	var frame []byte
+	if err != nil {
+		frame = errorFrame(WireID(id), toError(err))
+	} else {
+		res, merr := jsonx.Marshal(result)
+		if merr != nil {
+			frame = errorFrame(WireID(id), toError(merr))
+		} else {
+			frame = jsonx.MustMarshal(responseFrame{"2.0", WireID(id), res})
+		}
+	}
+	if werr := s.stream.WriteFrame(frame); werr != nil {
+		s.log.Debug().Err(werr).Msg("write response")
+	}
+}
+
+// notify writes a notification.
+func (s *Server) notify(method string, params any) {
+	frame, err := jsonx.Marshal(notificationFrame{"2.0", method, params})
+	if err != nil {
+		s.log.Error().Err(err).Str("method", method).Msg("encode notification")
+		return
+	}
+	if werr := s.stream.WriteFrame(frame); werr != nil {
+		s.log.Debug().Err(werr).Msg("write notification")
+	}
+}
+
+// isClosed reports whether teardown started.
+func (s *Server) isClosed() bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.closed
+}
+
+// zerologPrintf adapts zerolog to jsonrpc2's Logger.
+type zerologPrintf struct{ l zerolog.Logger }
+
+func (z zerologPrintf) Printf(format string, v ...any) { z.l.Debug().Msgf(format, v...) }

@@ -1,0 +1,155 @@
+package acp
+
+import (
+	"context"
+	"encoding/json"
+	"path"
+	"strings"
+
+	"github.com/sourcegraph/jsonrpc2"
+
+	"github.com/dsh-acp/dsh-acp/session"
+)
+
+// checkWorkspace applies session/new's (and session/load's) parameter
+// checks in upstream's order.
+func (s *Server) checkWorkspace(cwd string, extraDirs []string, mcpServers []json.RawMessage) error {
+	if !strings.HasPrefix(cwd, "/") {
+		return invalidParams("cwd must be an absolute path: %s", cwd)
+	}
+	if len(extraDirs) > 0 {
+		return invalidParams("additionalDirectories is not supported in this MVP")
+	}
+	if len(mcpServers) > 0 {
+		if !s.opts.AcceptMCPServers {
+			return invalidParams("mcpServers is not supported in this MVP")
+		}
+		s.log.Info().Int("count", len(mcpServers)).Msg("client MCP servers received; not used yet")
+	}
+	return nil
+}
+
+// newSession handles session/new.
+func (s *Server) newSession(ctx context.Context, params json.RawMessage) (any, error) {
+	if s.isClosed() {
+		return nil, errDisposed()
+	}
+	var req NewSessionRequest
+	if err := decode(params, &req); err != nil {
+		return nil, err
+	}
+	if err := s.checkWorkspace(req.Cwd, req.AdditionalDirectories, req.MCPServers); err != nil {
+		return nil, err
+	}
+	sess, err := s.agent.NewSession(ctx, req.Cwd)
+	if err != nil {
+		return nil, err
+	}
+	s.mu.Lock()
+	if s.closed {
+		s.mu.Unlock()
+		_ = sess.Close(ctx)
+		return nil, errDisposed()
+	}
+	ls := &liveSession{s: sess, terminal: s.terminalOutput}
+	s.sessions[sess.ID()] = ls
+	s.mu.Unlock()
+	s.attach(ls)
+	return NewSessionResponse{SessionID: sess.ID()}, nil
+}
+
+// attach starts streaming the session's live events to the client.
+func (s *Server) attach(ls *liveSession) {
+	p := newPresenter(ls.s.Log().Header().Cwd, ls.terminal, false)
+	id := ls.s.ID()
+	ls.unsub = ls.s.Log().Subscribe(func(ev session.Event) {
+		for _, u := range p.present(ev) {
+			s.notify("session/update", SessionNotification{SessionID: id, Update: u})
+		}
+	})
+}
+
+// loadSession handles session/load: checks, resume, replay of the whole log
+// as session/update notifications, then the answer.
+func (s *Server) loadSession(ctx context.Context, id jsonrpc2.ID, params json.RawMessage) (any, error) {
+	var req LoadSessionRequest
+	if err := decode(params, &req); err != nil {
+		return nil, err
+	}
+	s.mu.Lock()
+	switch {
+	case s.closed:
+		s.mu.Unlock()
+		return nil, errDisposed()
+	case s.sessions[req.SessionID] != nil || s.loading[req.SessionID]:
+		s.mu.Unlock()
+		return nil, invalidParams("session %s is already loaded", req.SessionID)
+	}
+	s.loading[req.SessionID] = true
+	terminal := s.terminalOutput
+	s.mu.Unlock()
+
+	s.work.Add(1)
+	go func() {
+		defer s.work.Done()
+		result, err := s.resume(ctx, req, terminal)
+		s.mu.Lock()
+		delete(s.loading, req.SessionID)
+		s.mu.Unlock()
+		s.answer(id, result, err)
+	}()
+	return nil, errDeferred
+}
+
+func (s *Server) resume(ctx context.Context, req LoadSessionRequest, terminal bool) (any, error) {
+	if err := s.checkWorkspace(req.Cwd, req.AdditionalDirectories, req.MCPServers); err != nil {
+		return nil, err
+	}
+	h, err := s.agent.LookupSession(ctx, req.SessionID)
+	if err == nil {
+		if !strings.HasPrefix(h.Cwd, "/") {
+			return nil, invalidParams("session %s has no absolute persisted cwd; cannot determine its workspace (it predates per-session cwd, or was created without one)", req.SessionID)
+		}
+		if path.Clean(h.Cwd) != path.Clean(req.Cwd) {
+			return nil, invalidParams("session %s cwd mismatch: persisted %s, requested %s", req.SessionID, h.Cwd, req.Cwd)
+		}
+	}
+	sess, err := s.agent.ResumeSession(ctx, req.SessionID)
+	if err != nil {
+		return nil, err
+	}
+	s.mu.Lock()
+	if s.closed {
+		s.mu.Unlock()
+		_ = sess.Close(ctx)
+		return nil, invalidParams("connection closed during session/load")
+	}
+	s.mu.Unlock()
+
+	replay := newPresenter(sess.Log().Header().Cwd, terminal, true)
+	for _, ev := range sess.Log().Events() {
+		for _, u := range replay.present(ev) {
+			s.notify("session/update", SessionNotification{SessionID: sess.ID(), Update: u})
+		}
+	}
+	ls := &liveSession{s: sess, terminal: terminal}
+	s.mu.Lock()
+	s.sessions[sess.ID()] = ls
+	s.mu.Unlock()
+	s.attach(ls)
+	return LoadSessionResponse{}, nil
+}
+
+// lookup returns a live session or the unknown-session error.
+func (s *Server) lookup(id string) (*liveSession, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.closed {
+		return nil, errDisposed()
+	}
+	ls := s.sessions[id]
+	if ls == nil {
+		return nil, invalidParams("unknown session: %s", id)
+	}
+	return ls, nil
+}

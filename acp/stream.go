@@ -1,0 +1,227 @@
+package acp
+
+import (
+	"bufio"
+	"bytes"
+	"encoding/json"
+	"errors"
+	"io"
+	"strings"
+	"sync"
+
+	"github.com/rs/zerolog"
+	"github.com/sourcegraph/jsonrpc2"
+
+	"github.com/dsh-acp/dsh-acp/internal/jsonx"
+)
+
+// rawIDPrefix marks a jsonrpc2 string ID that carries the raw JSON of an
+// inbound request id, so ids of any JSON type (negative, huge, fractional,
+// string) are echoed exactly as received.
+const rawIDPrefix = "\x00raw:"
+
+// LineStream is the project-owned newline-delimited JSON framing under
+// sourcegraph/jsonrpc2. Reading: lines are trimmed, blank lines skipped,
+// messages of any size accepted; a line that is not JSON gets -32700, a batch
+// or a non-message object -32600, and the stream keeps serving. Writing: one
+// compact JSON object per line, keys in jsonrpc/id/method/params|result|error
+// order, no HTML escaping, all writes serialized.
+type LineStream struct {
+	r      *bufio.Reader
+	w      io.Writer
+	closer io.Closer
+	log    zerolog.Logger
+
+	wmu    sync.Mutex
+	closed bool
+}
+
+// NewLineStream frames r and w. closer (may be nil) is closed by Close.
+func NewLineStream(r io.Reader, w io.Writer, closer io.Closer, log zerolog.Logger) *LineStream {
+	return &LineStream{r: bufio.NewReaderSize(r, 64<<10), w: w, closer: closer, log: log}
+}
+
+// ReadObject implements jsonrpc2.ObjectStream. It answers malformed input
+// itself and returns only well-formed messages (or the read error at EOF).
+func (s *LineStream) ReadObject(v any) error {
+	for {
+		line, err := s.r.ReadBytes('\n')
+		trimmed := bytes.TrimSpace(line)
+		if len(trimmed) > 0 {
+			msg, rpcErr, id := inspect(trimmed)
+			if rpcErr == nil {
+				if uerr := json.Unmarshal(msg, v); uerr == nil {
+					return nil
+				} else {
+					rpcErr = &Error{Code: jsonrpc2.CodeInvalidRequest, Message: "Invalid Request", Data: detailsData(uerr.Error())}
+				}
+			}
+			if rpcErr.Code != 0 {
+				s.log.Warn().Int64("code", rpcErr.Code).Str("line", clip(trimmed)).Msg("rejected inbound line")
+				if werr := s.WriteFrame(errorFrame(id, rpcErr)); werr != nil {
+					return werr
+				}
+			}
+		}
+		if err != nil {
+			return err
+		}
+	}
+}
+
+// inspect classifies one inbound line. It returns the message to hand to
+// jsonrpc2 (request ids rewritten to raw-id tokens), or an error to answer
+// with (Code 0: drop silently) and the id to answer to.
+func inspect(line []byte) (msg []byte, rpcErr *Error, id json.RawMessage) {
+	null := json.RawMessage("null")
+	if !json.Valid(line) {
+		return nil, &Error{Code: jsonrpc2.CodeParseError, Message: "Parse error"}, null
+	}
+	if line[0] != '{' {
+		return nil, &Error{Code: jsonrpc2.CodeInvalidRequest, Message: "Invalid Request", Data: detailsData("batch and non-object messages are not supported")}, null
+	}
+	var probe struct {
+		ID     json.RawMessage `json:"id"`
+		Method *string         `json:"method"`
+		Params json.RawMessage `json:"params"`
+		Result json.RawMessage `json:"result"`
+		Error  json.RawMessage `json:"error"`
+	}
+	if err := json.Unmarshal(line, &probe); err != nil {
+		return nil, &Error{Code: jsonrpc2.CodeInvalidRequest, Message: "Invalid Request", Data: detailsData(err.Error())}, null
+	}
+	hasID := probe.ID != nil
+	replyID := null
+	if hasID && validID(probe.ID) {
+		replyID = probe.ID
+	}
+	switch {
+	case probe.Method != nil && (probe.Result != nil || probe.Error != nil):
+		return nil, &Error{Code: jsonrpc2.CodeInvalidRequest, Message: "Invalid Request", Data: detailsData("a message cannot be both a request and a response")}, replyID
+	case probe.Method != nil:
+		if hasID && !validID(probe.ID) {
+			return nil, &Error{Code: jsonrpc2.CodeInvalidRequest, Message: "Invalid Request", Data: detailsData("request id must be a string, a number or null")}, null
+		}
+		var b bytes.Buffer
+		b.WriteString(`{"jsonrpc":"2.0"`)
+		if hasID {
+			tok, _ := jsonx.Marshal(rawIDPrefix + string(probe.ID))
+			b.WriteString(`,"id":`)
+			b.Write(tok)
+		}
+		m, _ := jsonx.Marshal(*probe.Method)
+		b.WriteString(`,"method":`)
+		b.Write(m)
+		if probe.Params != nil {
+			b.WriteString(`,"params":`)
+			b.Write(probe.Params)
+		}
+		b.WriteByte('}')
+		return b.Bytes(), nil, nil
+	case probe.Result != nil || probe.Error != nil:
+		// A response to one of our calls: ids are our own integers.
+		return line, nil, nil
+	}
+	return nil, &Error{Code: jsonrpc2.CodeInvalidRequest, Message: "Invalid Request", Data: detailsData("message has neither method nor result/error")}, replyID
+}
+
+func validID(raw json.RawMessage) bool {
+	switch raw[0] {
+	case '"', 'n', '-', '0', '1', '2', '3', '4', '5', '6', '7', '8', '9':
+		return true
+	}
+	return false
+}
+
+// WireID returns the JSON to emit for a jsonrpc2 ID: the raw inbound id for
+// tokens made by ReadObject, else the ID's own encoding.
+func WireID(id jsonrpc2.ID) json.RawMessage {
+	if id.IsString && strings.HasPrefix(id.Str, rawIDPrefix) {
+		return json.RawMessage(id.Str[len(rawIDPrefix):])
+	}
+	b, _ := jsonx.Marshal(id)
+	return b
+}
+
+// WriteObject implements jsonrpc2.ObjectStream for the messages jsonrpc2
+// writes itself (our outbound calls): it re-frames them in contract key
+// order without HTML escaping.
+func (s *LineStream) WriteObject(obj any) error {
+	b, err := json.Marshal(obj)
+	if err != nil {
+		return err
+	}
+	var m struct {
+		ID     *jsonrpc2.ID     `json:"id"`
+		Method *string          `json:"method"`
+		Params json.RawMessage  `json:"params"`
+		Result json.RawMessage  `json:"result"`
+		Error  *json.RawMessage `json:"error"`
+	}
+	if err := json.Unmarshal(b, &m); err != nil {
+		return err
+	}
+	var out bytes.Buffer
+	out.WriteString(`{"jsonrpc":"2.0"`)
+	if m.ID != nil {
+		out.WriteString(`,"id":`)
+		out.Write(WireID(*m.ID))
+	}
+	if m.Method != nil {
+		mb, _ := jsonx.Marshal(*m.Method)
+		out.WriteString(`,"method":`)
+		out.Write(mb)
+		if m.Params != nil {
+			out.WriteString(`,"params":`)
+			out.Write(jsonx.UnescapeHTML(m.Params))
+		}
+	} else if m.Error != nil {
+		out.WriteString(`,"error":`)
+		out.Write(jsonx.UnescapeHTML(*m.Error))
+	} else {
+		out.WriteString(`,"result":`)
+		if m.Result == nil {
+			out.WriteString("null")
+		} else {
+			out.Write(jsonx.UnescapeHTML(m.Result))
+		}
+	}
+	out.WriteByte('}')
+	return s.WriteFrame(out.Bytes())
+}
+
+// ErrStreamClosed is returned by writes after Close.
+var ErrStreamClosed = errors.New("acp: stream closed")
+
+// WriteFrame writes one pre-encoded JSON message and its newline atomically.
+func (s *LineStream) WriteFrame(b []byte) error {
+	s.wmu.Lock()
+	defer s.wmu.Unlock()
+	if s.closed {
+		return ErrStreamClosed
+	}
+	buf := make([]byte, 0, len(b)+1)
+	buf = append(buf, b...)
+	buf = append(buf, '\n')
+	_, err := s.w.Write(buf)
+	return err
+}
+
+// Close stops all further writes and closes the underlying closer.
+func (s *LineStream) Close() error {
+	s.wmu.Lock()
+	already := s.closed
+	s.closed = true
+	s.wmu.Unlock()
+	if already || s.closer == nil {
+		return nil
+	}
+	return s.closer.Close()
+}
+
+func clip(b []byte) string {
+	if len(b) > 200 {
+		return string(b[:200]) + "…"
+	}
+	return string(b)
+}

@@ -1,0 +1,179 @@
+package agent
+
+import (
+	"context"
+
+	"github.com/dsh-acp/dsh-acp/agent/llm"
+	"github.com/dsh-acp/dsh-acp/session"
+)
+
+// Prompt runs one turn for the user's text and returns how it ended, once
+// turn/end is in the log (session-log contract § 3). A cancel that lands
+// while the turn waits for a previous one drops it: nothing is logged and
+// the reason is "aborted".
+func (s *Session) Prompt(ctx context.Context, text string) session.EndReason {
+	s.mu.Lock()
+	s.queued++
+	s.mu.Unlock()
+	s.turnMu.Lock()
+	defer s.turnMu.Unlock()
+
+	s.mu.Lock()
+	s.queued--
+	if s.disposed {
+		s.mu.Unlock()
+		return session.EndReason{Kind: session.EndDisposed}
+	}
+	if s.dropReason != "" {
+		r := s.dropReason
+		if s.queued == 0 {
+			s.dropReason = ""
+		}
+		s.mu.Unlock()
+		return session.EndReason{Kind: session.EndAborted, Reason: r}
+	}
+	turnCtx, cancel := context.WithCancel(ctx)
+	s.cancel, s.abortReason = cancel, ""
+	s.mu.Unlock()
+	defer func() {
+		s.mu.Lock()
+		s.cancel = nil
+		s.mu.Unlock()
+		cancel()
+	}()
+
+	turn := session.LastTurn(s.log.Events()) + 1
+	s.log.Append(session.TypeTurnStart, session.TurnStart{Turn: turn, Trigger: session.Trigger{Kind: "message", Source: session.UserSource}})
+	s.log.Append(session.TypeUserMessage, session.Message{Content: []session.Block{session.TextBlock(text)}, Source: session.UserSource})
+	reason := s.runSteps(turnCtx, turn)
+	s.log.Append(session.TypeTurnEnd, session.TurnEnd{Turn: turn, Reason: reason})
+	if err := s.log.Flush(context.WithoutCancel(ctx)); err != nil {
+		s.rt.cfg.Log.Error().Err(err).Str("session", s.ID()).Msg("persist turn")
+	}
+	return reason
+}
+
+// abortReasonLocked returns the end reason for an aborted turn.
+func (s *Session) abortEnd() session.EndReason {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.disposed {
+		return session.EndReason{Kind: session.EndDisposed}
+	}
+	return session.EndReason{Kind: session.EndAborted, Reason: s.abortReason}
+}
+
+// runSteps runs steps until the model stops calling tools or a step fails.
+func (s *Session) runSteps(ctx context.Context, turn int) session.EndReason {
+	maxTokens := false
+	for step := 1; ; step++ {
+		if ctx.Err() != nil {
+			return s.abortEnd()
+		}
+		hdr := s.header()
+		events := s.log.Events()
+		req := &llm.Request{SessionID: s.ID(), Config: hdr.Config, System: hdr.System, Tools: hdr.Tools, Messages: deriveMessages(events)}
+		ref := session.StepRef{Turn: turn, Step: step}
+		s.log.Append(session.TypeStepStart, ref)
+		if typ, data := headerEventFor(events, hdr, !s.headerSent); typ != "" {
+			s.log.Append(typ, data)
+		}
+		s.headerSent = true
+
+		asm, seqs, err := s.stream(ctx, req, ref)
+		if err == nil {
+			switch f := asm.Finish(); f.Kind {
+			case llm.FinishError:
+				err = &llm.Error{Message: f.Message, Code: f.Code}
+			case llm.FinishAborted:
+				if ctx.Err() == nil {
+					err = &llm.Error{Message: "model stream aborted", Code: "ABORTED"}
+				}
+			}
+		}
+		if err != nil || ctx.Err() != nil {
+			s.log.Append(session.TypeStepEnd, ref)
+			if ctx.Err() != nil {
+				return s.abortEnd()
+			}
+			return session.EndReason{Kind: session.EndError, Step: step, Message: err.Error(), Code: llm.ErrorCode(err)}
+		}
+
+		content := asm.Content()
+		finish := asm.Finish()
+		if finish.Kind == llm.FinishMaxTokens {
+			maxTokens = true
+			kept := content[:0:0]
+			for _, b := range content {
+				if b.Type != session.BlockToolCall {
+					kept = append(kept, b)
+				}
+			}
+			content = kept
+		}
+		if len(content) > 0 || asm.Usage() != nil {
+			msg := session.AssistantMessage{Turn: turn, Step: step, Content: content}
+			if u := asm.Usage(); u != nil {
+				msg.Usage = session.Data(u)
+			}
+			var opts []session.AppendOption
+			if len(seqs) > 0 {
+				opts = append(opts, session.WithSourceSeqs(seqs))
+			}
+			s.log.Append(session.TypeAssistantMessage, msg, opts...)
+		}
+
+		calls := 0
+		for _, b := range content {
+			if b.Type != session.BlockToolCall {
+				continue
+			}
+			calls++
+			callEv := s.log.Append(session.TypeToolCall, session.ToolCall{Turn: turn, Step: step, CallID: b.ID, Name: b.Name, Arguments: b.Arguments})
+			out := s.tools.Execute(ctx, s, b.ID, b.Name, b.Arguments)
+			s.log.Append(session.TypeToolResult, session.ToolResult{
+				Turn: turn, Step: step, CallID: b.ID, Content: out.Content, IsError: out.IsError, Error: out.Error, Meta: out.Meta,
+			}, session.WithSourceSeqs([]int{callEv.Seq}))
+			if ctx.Err() != nil {
+				break
+			}
+		}
+		s.log.Append(session.TypeStepEnd, ref)
+		if ctx.Err() != nil {
+			return s.abortEnd()
+		}
+		if calls == 0 {
+			break
+		}
+	}
+	if maxTokens {
+		return session.EndReason{Kind: session.EndMaxTokens}
+	}
+	return session.EndReason{Kind: session.EndCompleted}
+}
+
+// stream runs one model call, appending one assistant/chunk per chunk.
+func (s *Session) stream(ctx context.Context, req *llm.Request, ref session.StepRef) (*llm.Assembler, []int, error) {
+	asm := &llm.Assembler{}
+	var seqs []int
+	for c, err := range s.rt.cfg.Provider.Stream(ctx, req) {
+		if err != nil {
+			return asm, seqs, err
+		}
+		raw, merr := c.MarshalJSON()
+		if merr != nil {
+			return asm, seqs, merr
+		}
+		ev := s.log.Append(session.TypeAssistantChunk, session.AssistantChunk{Turn: ref.Turn, Step: ref.Step, Chunk: raw})
+		seqs = append(seqs, ev.Seq)
+		asm.Add(c)
+		if c.Type == llm.ChunkFinish {
+			break
+		}
+	}
+	if ctx.Err() != nil {
+		return asm, seqs, ctx.Err()
+	}
+	return asm, seqs, nil
+}
+

@@ -1,0 +1,175 @@
+// Package agent runs conversations: sessions, turns and steps, request
+// derivation from the log, tool dispatch and cancellation.
+package agent
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sort"
+	"sync"
+
+	"github.com/rs/zerolog"
+
+	"github.com/dsh-acp/dsh-acp/agent/llm"
+	"github.com/dsh-acp/dsh-acp/capabilities"
+	"github.com/dsh-acp/dsh-acp/session"
+)
+
+// Config is everything a Runtime needs; clock, ids and the model are
+// injected so replay is deterministic.
+type Config struct {
+	// Model is the model id recorded in request headers.
+	Model string
+	// Provider streams model calls.
+	Provider llm.Provider
+	// Store persists logs (nil: memory only).
+	Store session.Store
+	// Clock stamps events.
+	Clock session.Clock
+	// NewID returns fresh session ids (UUID v4).
+	NewID func() string
+	// Tools builds the tool registry for a session.
+	Tools func(env capabilities.Env) *capabilities.Registry
+	// Sections are the composition's prompt sections (persona etc.); tool
+	// sections are added from tools implementing Sectioner.
+	Sections []Section
+	// Log receives diagnostics (stderr).
+	Log zerolog.Logger
+}
+
+// Runtime creates and resumes sessions. It implements acp.Agent.
+type Runtime struct {
+	cfg Config
+}
+
+// NewRuntime returns a runtime for cfg.
+func NewRuntime(cfg Config) *Runtime {
+	if cfg.Tools == nil {
+		cfg.Tools = func(capabilities.Env) *capabilities.Registry { return capabilities.NewRegistry() }
+	}
+	return &Runtime{cfg: cfg}
+}
+
+// NewSession starts an empty session rooted at cwd. Its log file appears
+// with its first event.
+func (r *Runtime) NewSession(_ context.Context, cwd string) (*Session, error) {
+	h := session.Header{ID: r.cfg.NewID(), CreatedAt: r.cfg.Clock(), Cwd: cwd}
+	return r.open(session.NewLog(h, r.cfg.Clock, r.cfg.Store)), nil
+}
+
+// LookupSession returns a stored session's header.
+func (r *Runtime) LookupSession(ctx context.Context, id string) (session.Header, error) {
+	if r.cfg.Store == nil {
+		return session.Header{}, fmt.Errorf("session %q not found: %w", id, session.ErrNotFound)
+	}
+	hs, err := r.cfg.Store.List(ctx)
+	if err != nil {
+		return session.Header{}, err
+	}
+	for _, h := range hs {
+		if h.ID == id {
+			return h, nil
+		}
+	}
+	return session.Header{}, fmt.Errorf("session %q not found: %w", id, session.ErrNotFound)
+}
+
+// ResumeSession loads a stored session; crash repair has been applied by the
+// store.
+func (r *Runtime) ResumeSession(ctx context.Context, id string) (*Session, error) {
+	if r.cfg.Store == nil {
+		return nil, errors.New("no session store is configured")
+	}
+	h, events, err := r.cfg.Store.Load(ctx, id)
+	if err != nil {
+		return nil, err
+	}
+	return r.open(session.ResumeLog(h, events, r.cfg.Clock, r.cfg.Store)), nil
+}
+
+func (r *Runtime) open(log *session.Log) *Session {
+	s := &Session{rt: r, log: log}
+	s.tools = r.cfg.Tools(s)
+	return s
+}
+
+// Session is one live conversation. Turns run one at a time.
+type Session struct {
+	rt    *Runtime
+	log   *session.Log
+	tools *capabilities.Registry
+
+	turnMu sync.Mutex // held for a whole turn
+
+	mu          sync.Mutex
+	cancel      context.CancelFunc // aborts the running turn
+	abortReason string
+	dropReason  string // a cancel that arrived while prompts were queued
+	queued      int    // prompts waiting for turnMu
+	disposed    bool
+	headerSent  bool // this loop instance has logged its first header
+}
+
+// ID returns the session id.
+func (s *Session) ID() string { return s.log.Header().ID }
+
+// Cwd returns the session's working directory.
+func (s *Session) Cwd() string { return s.log.Header().Cwd }
+
+// Log returns the session's event log.
+func (s *Session) Log() *session.Log { return s.log }
+
+// Tools returns the session's tool registry.
+func (s *Session) Tools() *capabilities.Registry { return s.tools }
+
+// Cancel aborts the running turn with reason.
+func (s *Session) Cancel(reason string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.cancel != nil && s.abortReason == "" {
+		s.abortReason = reason
+		s.cancel()
+	}
+	if s.queued > 0 {
+		s.dropReason = reason
+	}
+}
+
+// Close disposes the session: a running turn ends "disposed"; the log is
+// flushed.
+func (s *Session) Close(ctx context.Context) error {
+	s.mu.Lock()
+	s.disposed = true
+	if s.cancel != nil && s.abortReason == "" {
+		s.abortReason = "disposed"
+		s.cancel()
+	}
+	s.mu.Unlock()
+	s.turnMu.Lock()
+	defer s.turnMu.Unlock()
+	return s.log.Flush(ctx)
+}
+
+// system renders the session's system prompt.
+func (s *Session) system() string {
+	secs := append([]Section{IdentitySection()}, s.rt.cfg.Sections...)
+	for _, t := range s.tools.Tools() {
+		if sc, ok := t.(Sectioner); ok {
+			secs = append(secs, sc.PromptSection())
+		}
+	}
+	return renderSystem(secs, s.rt.cfg.Model, s.Cwd())
+}
+
+// header builds the request header for the next step.
+func (s *Session) header() Header {
+	h := Header{Config: llm.Config{Model: s.rt.cfg.Model}, System: s.system()}
+	tools := s.tools.Tools()
+	sort.SliceStable(tools, func(i, j int) bool { return tools[i].Name() < tools[j].Name() })
+	for _, t := range tools {
+		params, _ := t.Schema().MarshalJSON()
+		h.Tools = append(h.Tools, llm.ToolSchema{Name: t.Name(), Description: t.Description(), Parameters: params})
+	}
+	return h
+}

@@ -1,0 +1,93 @@
+package capabilities
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"sort"
+
+	"github.com/dsh-acp/dsh-acp/internal/jsonx"
+	"github.com/dsh-acp/dsh-acp/session"
+)
+
+// Registry holds the tools a session offers, in wire order (lexicographic by
+// name), and runs every call through one pipeline.
+type Registry struct {
+	tools  []Tool
+	byName map[string]Tool
+}
+
+// NewRegistry returns a registry of tools sorted by name.
+func NewRegistry(tools ...Tool) *Registry {
+	r := &Registry{byName: map[string]Tool{}}
+	for _, t := range tools {
+		r.byName[t.Name()] = t
+	}
+	for _, t := range r.byName {
+		r.tools = append(r.tools, t)
+	}
+	sort.Slice(r.tools, func(i, j int) bool { return r.tools[i].Name() < r.tools[j].Name() })
+	return r
+}
+
+// Tools returns the tools in wire order.
+func (r *Registry) Tools() []Tool { return r.tools }
+
+// Lookup returns the tool named name.
+func (r *Registry) Lookup(name string) (Tool, bool) {
+	t, ok := r.byName[name]
+	return t, ok
+}
+
+// ParseArgs turns a streamed arguments string into the value tools see:
+// "" is {}, unparseable text becomes a JSON string of the raw text.
+func ParseArgs(arguments string) json.RawMessage {
+	if arguments == "" {
+		return json.RawMessage("{}")
+	}
+	if json.Valid([]byte(arguments)) {
+		if c, err := jsonx.Compact([]byte(arguments)); err == nil {
+			return c
+		}
+	}
+	return jsonx.MustMarshal(arguments)
+}
+
+// Outcome is a finished call, ready to become a tool/result event.
+type Outcome struct {
+	Content []session.Block
+	IsError bool
+	Error   *session.ErrorInfo
+	Meta    json.RawMessage
+}
+
+// Execute runs one call: lookup, argument validation, the tool, and error
+// mapping (tools contract § 2).
+func (r *Registry) Execute(ctx context.Context, env Env, callID, name, arguments string) Outcome {
+	t, ok := r.byName[name]
+	if !ok {
+		return errorOutcome(fmt.Sprintf("unknown tool %q", name), &session.ErrorInfo{Name: "ToolNotFoundError", Code: "UNKNOWN_TOOL"})
+	}
+	args := ParseArgs(arguments)
+	if v := t.Schema().Validate(args); len(v) > 0 {
+		return errorOutcome("invalid arguments: "+Violations(v), &session.ErrorInfo{Name: "ToolArgsError", Code: "INVALID_ARGS"})
+	}
+	res, err := t.Run(ctx, &Call{CallID: callID, Name: name, Args: args, Session: env})
+	if err != nil {
+		var ce *CodedError
+		if errors.As(err, &ce) {
+			return errorOutcome(ce.Message, &session.ErrorInfo{Name: ce.Name, Code: ce.Code})
+		}
+		return errorOutcome(err.Error(), nil)
+	}
+	content := res.Content
+	if content == nil {
+		content = []session.Block{}
+	}
+	return Outcome{Content: content, Meta: res.Meta}
+}
+
+func errorOutcome(msg string, info *session.ErrorInfo) Outcome {
+	return Outcome{Content: []session.Block{session.TextBlock("Error: " + msg)}, IsError: true, Error: info}
+}

@@ -1,0 +1,122 @@
+// Package capabilities holds the model-facing tool machinery: the Tool
+// interface, parameter schemas and their validation, the Registry that runs
+// every call through one pipeline, and the card views (render intents) the
+// ACP presenter turns into tool_call updates. Tool families live in
+// subpackages, one each.
+package capabilities
+
+import (
+	"context"
+	"encoding/json"
+
+	"github.com/dsh-acp/dsh-acp/session"
+)
+
+// Tool is one model-facing tool.
+type Tool interface {
+	// Name is the wire name.
+	Name() string
+	// Description is what the model reads about the tool.
+	Description() string
+	// Schema is the parameter schema (an object schema).
+	Schema() *Schema
+	// Run executes a validated call. A returned error becomes an
+	// "Error: <message>" result; a *CodedError also sets the result's error.
+	Run(ctx context.Context, call *Call) (Result, error)
+}
+
+// Call is one tool invocation as a tool sees it.
+type Call struct {
+	// CallID is the model's id for the call.
+	CallID string
+	// Name is the tool name.
+	Name string
+	// Args is the parsed arguments object.
+	Args json.RawMessage
+	// Session is the calling session's environment.
+	Session Env
+}
+
+// Env is what a tool may use of its calling session.
+type Env interface {
+	// Cwd is the session's working directory.
+	Cwd() string
+	// Log is the calling session's log (tools append effect events).
+	Log() *session.Log
+}
+
+// Result is a tool's output.
+type Result struct {
+	Content []session.Block
+	Meta    json.RawMessage
+}
+
+// TextResult is a result with one text block.
+func TextResult(s string) Result { return Result{Content: []session.Block{session.TextBlock(s)}} }
+
+// CodedError is a harness error class with a machine-readable code; it is
+// recorded on the tool result as error {name, code}.
+type CodedError struct {
+	Name    string
+	Code    string
+	Message string
+}
+
+func (e *CodedError) Error() string { return e.Message }
+
+// CallPresenter is implemented by tools with a custom call card.
+type CallPresenter interface {
+	PresentCall(args json.RawMessage) CallView
+}
+
+// ResultPresenter is implemented by tools with a custom result card.
+type ResultPresenter interface {
+	PresentResult(args json.RawMessage, r session.ToolResult) ResultView
+}
+
+// View kinds.
+const (
+	ViewGeneric  = "generic"
+	ViewDiff     = "diff"
+	ViewTerminal = "terminal"
+)
+
+// Location is a file a call touches.
+type Location struct {
+	Path string
+	Line *int
+}
+
+// Diff is one file change shown in a diff card.
+type Diff struct {
+	Path    string
+	OldText *string
+	NewText string
+}
+
+// CallView is a tool call's card intent.
+type CallView struct {
+	Kind      string // ViewGeneric, ViewDiff, ViewTerminal
+	Title     string
+	ToolKind  string // ACP tool kind: read, edit, execute, other, ...
+	RawInput  json.RawMessage
+	Locations []Location
+	Content   []string // generic text content
+	Diffs     []Diff
+	// Terminal views.
+	Command     string
+	Description string
+	Cwd         string
+}
+
+// ResultView is a tool result's card intent.
+type ResultView struct {
+	Kind    string
+	Title   string
+	Content []session.Block // generic; nil means the raw result content
+	Diffs   []Diff
+	// Terminal views.
+	Output   *string
+	ExitCode *int
+	Signal   string
+}

@@ -1,0 +1,272 @@
+// Command dsh-acp is a DeepSeek-powered coding agent that editors launch
+// over the Agent Client Protocol: it speaks newline-delimited JSON-RPC on
+// stdin/stdout and logs to stderr. With --replay it runs recorded scenarios
+// against itself and compares the wire byte for byte.
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"path/filepath"
+	"strings"
+	"syscall"
+
+	"github.com/rs/zerolog"
+
+	"github.com/dsh-acp/dsh-acp/agent/llm"
+	"github.com/dsh-acp/dsh-acp/agent/llm/deepseek"
+	"github.com/dsh-acp/dsh-acp/agent/llm/replay"
+	"github.com/dsh-acp/dsh-acp/composition"
+	"github.com/dsh-acp/dsh-acp/session"
+	"github.com/dsh-acp/dsh-acp/session/jsonl"
+	"github.com/dsh-acp/dsh-acp/snapshots"
+)
+
+// version is set at build time with -ldflags "-X main.version=…".
+var version = "0.1.0-dev"
+
+// multiFlag is a repeatable string flag.
+type multiFlag []string
+
+func (m *multiFlag) String() string     { return strings.Join(*m, ",") }
+func (m *multiFlag) Set(v string) error { *m = append(*m, v); return nil }
+
+type options struct {
+	composition  string
+	sessionsRoot string
+	version      bool
+	modelReplay  string
+	override     string
+	children     multiFlag
+	replay       bool
+	update       bool
+	subprocess   bool
+	logLevel     string
+	configPath   string
+	paths        []string
+}
+
+func main() {
+	os.Exit(run(os.Args[1:], os.Stdin, os.Stdout, os.Stderr, os.Getenv))
+}
+
+func parse(args []string, stderr io.Writer, getenv func(string) string) (*options, error) {
+	o := &options{}
+	fs := flag.NewFlagSet("dsh-acp", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	fs.StringVar(&o.composition, "composition", "", "built-in composition name or composition file (default: the config's, else \"default\")")
+	fs.StringVar(&o.sessionsRoot, "sessions-root", "", "directory of persisted session logs")
+	fs.BoolVar(&o.version, "version", false, "print the version and exit")
+	fs.StringVar(&o.modelReplay, "model-replay", "", "serve with the model recorded in this session log instead of a live one")
+	fs.StringVar(&o.override, "model-replay-override", "", "scripted model entries replacing the recorded primary script")
+	fs.Var(&o.children, "model-replay-child", "subagent child log, in child order (repeatable)")
+	fs.BoolVar(&o.replay, "replay", false, "run the scenarios at the given paths and compare with their goldens")
+	fs.BoolVar(&o.update, "update", false, "with --replay: rewrite the goldens of our own scenarios")
+	fs.BoolVar(&o.subprocess, "replay-subprocess", false, "with --replay: run this binary as a subprocess per scenario instead of in-process")
+	fs.StringVar(&o.logLevel, "log-level", "", "stderr log level: debug, info, warn, error (env DSH_ACP_LOG; default warn)")
+	fs.StringVar(&o.configPath, "config", "", "user config file (default $XDG_CONFIG_HOME/dsh-acp/config.json)")
+	fs.Usage = func() {
+		fmt.Fprintf(stderr, "usage: dsh-acp [flags]               serve ACP on stdio\n       dsh-acp --replay PATH... [--update]\n\nflags:\n")
+		fs.PrintDefaults()
+	}
+	// --replay takes its paths as the remaining arguments; accept
+	// "--replay PATH" anywhere by moving paths after flags.
+	if err := fs.Parse(reorder(args)); err != nil {
+		return nil, err
+	}
+	o.paths = fs.Args()
+	if o.replay && len(o.paths) == 0 {
+		return nil, errors.New("--replay needs at least one scenario path")
+	}
+	if !o.replay && len(o.paths) > 0 {
+		return nil, fmt.Errorf("unexpected arguments %q (did you mean --replay?)", o.paths)
+	}
+	if o.update && !o.replay {
+		return nil, errors.New("--update only applies with --replay")
+	}
+	// The snapshot harness's environment (replay contract § 3).
+	if getenv("DSH_SNAPSHOT") == "replay" {
+		if o.modelReplay == "" {
+			o.modelReplay = getenv("DSH_SNAPSHOT_FILE")
+		}
+		if o.override == "" {
+			o.override = getenv("DSH_SNAPSHOT_OVERRIDE")
+		}
+		if len(o.children) == 0 && getenv("DSH_SNAPSHOT_CHILD_FILES") != "" {
+			o.children = strings.Split(getenv("DSH_SNAPSHOT_CHILD_FILES"), ":")
+		}
+	}
+	if o.sessionsRoot == "" {
+		o.sessionsRoot = getenv("DSH_SNAPSHOT_SESSIONS_ROOT")
+	}
+	if (o.override != "" || len(o.children) > 0) && o.modelReplay == "" {
+		return nil, errors.New("--model-replay-override and --model-replay-child need --model-replay")
+	}
+	return o, nil
+}
+
+// reorder moves "--replay PATH…" paths behind the flags so flag parsing
+// sees every flag.
+func reorder(args []string) []string {
+	var flags, paths []string
+	for i := 0; i < len(args); i++ {
+		a := args[i]
+		if strings.HasPrefix(a, "-") {
+			flags = append(flags, a)
+			if !strings.Contains(a, "=") && takesValue(a) && i+1 < len(args) {
+				i++
+				flags = append(flags, args[i])
+			}
+			continue
+		}
+		paths = append(paths, a)
+	}
+	return append(flags, paths...)
+}
+
+func takesValue(flagArg string) bool {
+	switch strings.TrimLeft(flagArg, "-") {
+	case "composition", "sessions-root", "model-replay", "model-replay-override", "model-replay-child", "log-level", "config":
+		return true
+	}
+	return false
+}
+
+func run(args []string, stdin io.Reader, stdout, stderr io.Writer, getenv func(string) string) int {
+	o, err := parse(args, stderr, getenv)
+	if err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return 0
+		}
+		fmt.Fprintln(stderr, "dsh-acp:", err)
+		return 2
+	}
+	if o.version {
+		fmt.Fprintf(stdout, "dsh-acp %s\n", version)
+		return 0
+	}
+	log := newLogger(stderr, o.logLevel, getenv)
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+
+	if o.replay {
+		var l snapshots.Launcher = snapshots.InProcess{Version: version}
+		if o.subprocess {
+			exe, err := os.Executable()
+			if err != nil {
+				fmt.Fprintln(stderr, "dsh-acp:", err)
+				return 2
+			}
+			l = snapshots.Subprocess{Binary: exe}
+		}
+		ok, err := snapshots.Main(ctx, stdout, o.paths, l, snapshots.Options{Update: o.update})
+		if err != nil {
+			fmt.Fprintln(stderr, "dsh-acp:", err)
+			return 2
+		}
+		if !ok {
+			return 1
+		}
+		return 0
+	}
+	if err := serve(ctx, o, stdin, stdout, log, getenv); err != nil {
+		fmt.Fprintln(stderr, "dsh-acp:", err)
+		return 1
+	}
+	return 0
+}
+
+// serve wires the composition and speaks ACP on stdio until stdin ends.
+func serve(ctx context.Context, o *options, stdin io.Reader, stdout io.Writer, log zerolog.Logger, getenv func(string) string) error {
+	cfgPath := o.configPath
+	if cfgPath == "" {
+		cfgPath = composition.ConfigPath(getenv)
+	}
+	user, err := composition.LoadUserConfig(cfgPath)
+	if err != nil {
+		return err
+	}
+	name := o.composition
+	if name == "" {
+		name = user.Composition
+	}
+	if name == "" {
+		name = "default"
+	}
+	comp, err := composition.Load(name)
+	if err != nil {
+		return err
+	}
+	if comp, err = comp.Apply(user); err != nil {
+		return err
+	}
+	root := o.sessionsRoot
+	if root == "" {
+		root = user.SessionsRoot
+	}
+	if root == "" {
+		root = composition.DefaultSessionsRoot(getenv)
+	}
+	if root, err = filepath.Abs(root); err != nil {
+		return err
+	}
+	store, err := openStore(user.Store, root)
+	if err != nil {
+		return err
+	}
+	defer store.Close()
+	provider, err := newProvider(o, user, comp, getenv)
+	if err != nil {
+		return err
+	}
+	cwd, _ := os.Getwd()
+	srv := comp.NewServer(composition.ServerOptions{Provider: provider, Store: store, Log: log, Version: version, LaunchDir: cwd})
+	log.Info().Str("composition", comp.Name).Str("sessions", root).Msg("serving ACP on stdio")
+	return srv.Serve(ctx, stdin, stdout)
+}
+
+func openStore(kind, root string) (session.Store, error) {
+	switch kind {
+	case "", "jsonl":
+		return jsonl.Open(root)
+	}
+	return nil, fmt.Errorf("store %q is not available in this build", kind)
+}
+
+// newProvider returns the recorded model (--model-replay) or the live
+// DeepSeek one. A missing API key is not fatal at startup: every model call
+// then fails with a message telling the user what to set.
+func newProvider(o *options, user composition.UserConfig, comp composition.Composition, getenv func(string) string) (llm.Provider, error) {
+	if o.modelReplay != "" {
+		return replay.New(o.modelReplay, o.override, o.children)
+	}
+	keyEnv := user.APIKeyEnv
+	if keyEnv == "" {
+		keyEnv = composition.DefaultAPIKeyEnv
+	}
+	key := getenv(keyEnv)
+	if key == "" {
+		return missingKey{env: keyEnv}, nil
+	}
+	base := user.BaseURL
+	if base == "" {
+		base = getenv("DEEPSEEK_BASE_URL")
+	}
+	return deepseek.New(deepseek.Config{BaseURL: base, APIKey: key, Version: version}), nil
+}
+
+func newLogger(w io.Writer, level string, getenv func(string) string) zerolog.Logger {
+	if level == "" {
+		level = getenv("DSH_ACP_LOG")
+	}
+	lvl, err := zerolog.ParseLevel(level)
+	if err != nil || level == "" {
+		lvl = zerolog.WarnLevel
+	}
+	return zerolog.New(w).Level(lvl).With().Timestamp().Logger()
+}

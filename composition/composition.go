@@ -1,0 +1,201 @@
+// Package composition says which capabilities a server mounts: the model,
+// the tool families, the sandbox and approval defaults, modes and hooks.
+// Five built-in compositions mirror upstream's example suites and must
+// reproduce their wire exactly; "default" is what editor users get.
+package composition
+
+import (
+	"encoding/json"
+	"fmt"
+	"os"
+	"sort"
+	"strings"
+
+	"github.com/dsh-acp/dsh-acp/agent"
+	"github.com/dsh-acp/dsh-acp/capabilities"
+	"github.com/dsh-acp/dsh-acp/capabilities/todo"
+)
+
+// Tool families a composition can mount.
+const (
+	FamilyFS       = "fs"       // read, write, edit
+	FamilyBash     = "bash"     // bash and its background tools
+	FamilyTodo     = "todo"     // todo_write
+	FamilySubagent = "subagent" // subagent, subagent_fork
+	FamilyWorkflow = "workflow" // workflow
+	FamilyRunCode  = "run_code" // run_code
+	FamilyPlan     = "plan"     // exit_plan_mode
+)
+
+// Composition is one server configuration.
+type Composition struct {
+	// Name identifies the composition.
+	Name string `json:"name"`
+	// Model is the model id requests name.
+	Model string `json:"model"`
+	// Persona is the deployment prompt section; {{model}} and {{cwd}} are
+	// interpolated per session.
+	Persona string `json:"persona"`
+	// Tools lists the mounted tool families.
+	Tools []string `json:"tools"`
+	// Upstream keeps upstream's wire exactly (rejects client MCP servers,
+	// advertises nothing beyond upstream).
+	Upstream bool `json:"upstream,omitempty"`
+	// Sandbox is the default sandbox mode of a confining bash executor
+	// ("" = commands are not confined).
+	Sandbox string `json:"sandbox,omitempty"`
+	// Approval is the default approval policy ("" = no approval service).
+	Approval string `json:"approval,omitempty"`
+	// Modes mounts the default/plan mode service.
+	Modes bool `json:"modes,omitempty"`
+	// Hooks mounts the Claude Code and Codex hook bridges.
+	Hooks bool `json:"hooks,omitempty"`
+	// Undo mounts the edit journal's /undo command.
+	Undo bool `json:"undo,omitempty"`
+	// ToolMode is "native" (default), "code" or "both".
+	ToolMode string `json:"toolMode,omitempty"`
+}
+
+// DefaultModel is the model of every built-in composition.
+const DefaultModel = "deepseek-v4-flash"
+
+const codingPersona = "You are a coding assistant running on the {{model}} model. The user's project is at {{cwd}}; " +
+	"that is your working directory.\n\nCheck your changes by running the code or its tests. Keep answers short and factual."
+
+const sandboxPersona = "You are a coding assistant running on the {{model}} model, working in {{cwd}}. Shell commands run " +
+	"inside a file sandbox; when one needs more access than the sandbox allows, ask for it with a justification."
+
+// Builtin returns the named built-in composition.
+func Builtin(name string) (Composition, bool) {
+	acpAgent := Composition{Name: "acp-agent", Model: DefaultModel, Persona: codingPersona, Upstream: true, Hooks: true,
+		Tools: []string{FamilyFS, FamilyBash, FamilyTodo, FamilySubagent, FamilyWorkflow}}
+	switch name {
+	case "default":
+		return Composition{Name: "default", Model: DefaultModel, Persona: codingPersona, Hooks: true, Undo: true, Modes: true,
+			Sandbox: "workspace-write", Approval: "ask",
+			Tools: []string{FamilyFS, FamilyBash, FamilyTodo, FamilySubagent, FamilyWorkflow}}, true
+	case "acp-agent":
+		return acpAgent, true
+	case "acp-agent-code-mode":
+		c := acpAgent
+		c.Name, c.ToolMode = name, "code"
+		c.Tools = append(append([]string{}, c.Tools...), FamilyRunCode)
+		return c, true
+	case "acp-agent-both-mode":
+		c := acpAgent
+		c.Name, c.ToolMode = name, "both"
+		c.Tools = append(append([]string{}, c.Tools...), FamilyRunCode)
+		return c, true
+	case "sandbox-acp-agent":
+		return Composition{Name: name, Model: DefaultModel, Persona: sandboxPersona, Upstream: true,
+			Sandbox: "read-only", Approval: "ask", Tools: []string{FamilyBash}}, true
+	case "plan-acp-agent":
+		return Composition{Name: name, Model: DefaultModel, Persona: codingPersona, Upstream: true, Modes: true,
+			Tools: []string{FamilyFS, FamilyTodo, FamilyPlan}}, true
+	}
+	return Composition{}, false
+}
+
+// BuiltinNames lists the built-in compositions.
+func BuiltinNames() []string {
+	return []string{"default", "acp-agent", "acp-agent-code-mode", "acp-agent-both-mode", "sandbox-acp-agent", "plan-acp-agent"}
+}
+
+// Load resolves --composition: a built-in name, or a JSON file holding a
+// Composition (which may name a built-in in "base" to start from).
+func Load(nameOrFile string) (Composition, error) {
+	if c, ok := Builtin(nameOrFile); ok {
+		return c, nil
+	}
+	data, err := os.ReadFile(nameOrFile)
+	if err != nil {
+		return Composition{}, fmt.Errorf("composition %q is neither a built-in (%s) nor a readable file: %w",
+			nameOrFile, strings.Join(BuiltinNames(), ", "), err)
+	}
+	var base struct {
+		Base string `json:"base"`
+	}
+	if err := json.Unmarshal(data, &base); err != nil {
+		return Composition{}, fmt.Errorf("composition file %s: %w", nameOrFile, err)
+	}
+	c := Composition{Model: DefaultModel, Persona: codingPersona}
+	if base.Base != "" {
+		b, ok := Builtin(base.Base)
+		if !ok {
+			return Composition{}, fmt.Errorf("composition file %s: unknown base %q", nameOrFile, base.Base)
+		}
+		c = b
+	}
+	if err := json.Unmarshal(data, &c); err != nil {
+		return Composition{}, fmt.Errorf("composition file %s: %w", nameOrFile, err)
+	}
+	if c.Name == "" {
+		c.Name = nameOrFile
+	}
+	return c, c.Validate()
+}
+
+// Validate checks the composition's values.
+func (c Composition) Validate() error {
+	known := map[string]bool{FamilyFS: true, FamilyBash: true, FamilyTodo: true, FamilySubagent: true, FamilyWorkflow: true, FamilyRunCode: true, FamilyPlan: true}
+	for _, t := range c.Tools {
+		if !known[t] {
+			return fmt.Errorf("composition %s: unknown tool family %q", c.Name, t)
+		}
+	}
+	switch c.Sandbox {
+	case "", "read-only", "workspace-write", "danger-full-access":
+	default:
+		return fmt.Errorf("composition %s: unknown sandbox mode %q", c.Name, c.Sandbox)
+	}
+	switch c.Approval {
+	case "", "ask", "never":
+	default:
+		return fmt.Errorf("composition %s: unknown approval policy %q", c.Name, c.Approval)
+	}
+	switch c.ToolMode {
+	case "", "native", "code", "both":
+	default:
+		return fmt.Errorf("composition %s: unknown tool mode %q", c.Name, c.ToolMode)
+	}
+	if c.Model == "" {
+		return fmt.Errorf("composition %s: model is empty", c.Name)
+	}
+	return nil
+}
+
+// Has reports whether the composition mounts a tool family.
+func (c Composition) Has(family string) bool {
+	for _, t := range c.Tools {
+		if t == family {
+			return true
+		}
+	}
+	return false
+}
+
+// Missing lists mounted tool families this build does not implement yet.
+func (c Composition) Missing() []string {
+	var out []string
+	for _, t := range c.Tools {
+		if t != FamilyTodo {
+			out = append(out, t)
+		}
+	}
+	sort.Strings(out)
+	return out
+}
+
+// Registry builds a session's tool registry.
+func (c Composition) Registry(env capabilities.Env) *capabilities.Registry {
+	var tools []capabilities.Tool
+	if c.Has(FamilyTodo) {
+		tools = append(tools, todo.Tool{})
+	}
+	return capabilities.NewRegistry(tools...)
+}
+
+// Sections returns the composition's own prompt sections.
+func (c Composition) Sections() []agent.Section {
+	return []agent.Section{{Name: "deployment:persona", Order: 0, Text: c.Persona}}
+}

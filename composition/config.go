@@ -1,0 +1,100 @@
+package composition
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+)
+
+// UserConfig is the user's configuration file (docs/configuration.md).
+// Zero fields keep the composition's defaults.
+type UserConfig struct {
+	// Composition names the composition to serve when --composition is not
+	// given.
+	Composition string `json:"composition,omitempty"`
+	// Model overrides the model id.
+	Model string `json:"model,omitempty"`
+	// BaseURL is the OpenAI-compatible API root (default DeepSeek's).
+	BaseURL string `json:"baseURL,omitempty"`
+	// APIKeyEnv names the environment variable holding the API key
+	// (default DEEPSEEK_API_KEY).
+	APIKeyEnv string `json:"apiKeyEnv,omitempty"`
+	// Sandbox is the default sandbox mode.
+	Sandbox string `json:"sandbox,omitempty"`
+	// Approval is the default approval policy.
+	Approval string `json:"approval,omitempty"`
+	// Store is "jsonl" (default) or "sqlite".
+	Store string `json:"store,omitempty"`
+	// SessionsRoot is where session logs live.
+	SessionsRoot string `json:"sessionsRoot,omitempty"`
+}
+
+// DefaultAPIKeyEnv is the variable the API key is read from by default.
+const DefaultAPIKeyEnv = "DEEPSEEK_API_KEY"
+
+// ConfigPath returns the user config file location:
+// $DSH_ACP_CONFIG, else $XDG_CONFIG_HOME/dsh-acp/config.json, else
+// ~/.config/dsh-acp/config.json.
+func ConfigPath(getenv func(string) string) string {
+	if p := getenv("DSH_ACP_CONFIG"); p != "" {
+		return p
+	}
+	if x := getenv("XDG_CONFIG_HOME"); x != "" {
+		return filepath.Join(x, "dsh-acp", "config.json")
+	}
+	return filepath.Join(getenv("HOME"), ".config", "dsh-acp", "config.json")
+}
+
+// DefaultSessionsRoot returns $XDG_STATE_HOME/dsh-acp/sessions, else
+// ~/.local/state/dsh-acp/sessions.
+func DefaultSessionsRoot(getenv func(string) string) string {
+	if x := getenv("XDG_STATE_HOME"); x != "" {
+		return filepath.Join(x, "dsh-acp", "sessions")
+	}
+	return filepath.Join(getenv("HOME"), ".local", "state", "dsh-acp", "sessions")
+}
+
+// LoadUserConfig reads the config file at path. A missing file is an empty
+// config; a malformed one is an error naming the file.
+func LoadUserConfig(path string) (UserConfig, error) {
+	var c UserConfig
+	data, err := os.ReadFile(path)
+	if errors.Is(err, os.ErrNotExist) {
+		return c, nil
+	}
+	if err != nil {
+		return c, fmt.Errorf("read config %s: %w", path, err)
+	}
+	dec := json.NewDecoder(bytes.NewReader(data))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(&c); err != nil {
+		return c, fmt.Errorf("config %s: %w", path, err)
+	}
+	switch c.Store {
+	case "", "jsonl", "sqlite":
+	default:
+		return c, fmt.Errorf("config %s: store must be \"jsonl\" or \"sqlite\", got %q", path, c.Store)
+	}
+	return c, nil
+}
+
+// Apply overlays the user's settings on a composition. Compositions that
+// mirror upstream keep their settings, so their wire stays exact.
+func (c Composition) Apply(u UserConfig) (Composition, error) {
+	if c.Upstream {
+		return c, nil
+	}
+	if u.Model != "" {
+		c.Model = u.Model
+	}
+	if u.Sandbox != "" {
+		c.Sandbox = u.Sandbox
+	}
+	if u.Approval != "" {
+		c.Approval = u.Approval
+	}
+	return c, c.Validate()
+}

@@ -1,0 +1,51 @@
+package composition
+
+import (
+	"github.com/rs/zerolog"
+
+	"github.com/dsh-acp/dsh-acp/acp"
+	"github.com/dsh-acp/dsh-acp/agent"
+	"github.com/dsh-acp/dsh-acp/agent/llm"
+	"github.com/dsh-acp/dsh-acp/session"
+)
+
+// ServerOptions are the injected parts of a server: the model, the store,
+// the clock and the id source.
+type ServerOptions struct {
+	Provider llm.Provider
+	Store    session.Store
+	Clock    session.Clock
+	NewID    func() string
+	Log      zerolog.Logger
+	// Version is the agent version advertised in initialize.
+	Version string
+	// LaunchDir is the directory relative config paths (hook files)
+	// resolve against; the process working directory when empty.
+	LaunchDir string
+}
+
+// NewServer wires an ACP bridge serving this composition.
+func (c Composition) NewServer(o ServerOptions) *acp.Server {
+	if o.Clock == nil {
+		o.Clock = session.WallClock
+	}
+	if o.NewID == nil {
+		o.NewID = session.NewID
+	}
+	rt := agent.NewRuntime(agent.Config{
+		Model:    c.Model,
+		Provider: o.Provider,
+		Store:    o.Store,
+		Clock:    o.Clock,
+		NewID:    o.NewID,
+		Tools:    c.Registry,
+		Sections: c.Sections(),
+		Log:      o.Log,
+	})
+	return acp.NewServer(acp.FromRuntime(rt), acp.Options{
+		AgentName:        "dsh-acp",
+		AgentVersion:     o.Version,
+		AcceptMCPServers: !c.Upstream,
+		ModesComposed:    c.Modes,
+	}, o.Log)
+}

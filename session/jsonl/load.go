@@ -1,0 +1,204 @@
+package jsonl
+
+import (
+	"bufio"
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+
+	"github.com/dsh-acp/dsh-acp/internal/jsonx"
+	"github.com/dsh-acp/dsh-acp/session"
+)
+
+// corruptError reports a session log that cannot be loaded. Its text is the
+// contract message (msg), or the cause's text alone when msg is empty (the
+// header version error of session.Header.UnmarshalJSON).
+type corruptError struct {
+	msg string
+	err error
+}
+
+func (e *corruptError) Error() string {
+	switch {
+	case e.err == nil:
+		return e.msg
+	case e.msg == "":
+		return e.err.Error()
+	}
+	return e.msg + ": " + e.err.Error()
+}
+
+func (e *corruptError) Unwrap() error { return e.err }
+
+func corruptf(format string, args ...any) error {
+	return &corruptError{msg: fmt.Sprintf(format, args...)}
+}
+
+// parseHeader reads line 0 (without its newline).
+func parseHeader(line []byte) (session.Header, error) {
+	if !json.Valid(line) {
+		return session.Header{}, corruptf("corrupt session log: header line is not valid JSON")
+	}
+	var probe struct {
+		Type    *string         `json:"type"`
+		Version json.RawMessage `json:"version"`
+	}
+	if err := json.Unmarshal(line, &probe); err != nil || probe.Type == nil || *probe.Type != "session" {
+		return session.Header{}, corruptf("corrupt session log: first line is not a session header")
+	}
+	var h session.Header
+	if err := h.UnmarshalJSON(line); err != nil {
+		if string(probe.Version) == "0" {
+			return session.Header{}, &corruptError{msg: "corrupt session log: invalid session header", err: err}
+		}
+		return session.Header{}, &corruptError{err: err}
+	}
+	return h, nil
+}
+
+// readHeader reads and parses only the first line of the file at path.
+func readHeader(path string) (session.Header, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return session.Header{}, err
+	}
+	defer f.Close()
+	line, err := bufio.NewReader(f).ReadBytes('\n')
+	if err != nil && !errors.Is(err, io.EOF) {
+		return session.Header{}, fmt.Errorf("read %s: %w", path, err)
+	}
+	return parseHeader(bytes.TrimSuffix(line, []byte{'\n'}))
+}
+
+// candidate is one event line of a log file: the parsed event, or ok false
+// for an unparsable (or unterminated) line.
+type candidate struct {
+	ev session.Event
+	ok bool
+}
+
+// committedPrefix returns how many leading candidates form the kept prefix:
+// parseable events with seq equal to their index. A bad line after the last
+// parseable turn/end ends the prefix (a torn tail); one at or before it is
+// fatal. Line numbers count the header as line 0.
+func committedPrefix(c []candidate) (int, error) {
+	lastEnd := -1
+	for i := range c {
+		if c[i].ok && c[i].ev.Type == session.TypeTurnEnd {
+			lastEnd = i
+		}
+	}
+	for i := range c {
+		line := i + 1
+		if !c[i].ok {
+			if i <= lastEnd {
+				return 0, corruptf("corrupt session log: unparsable committed event at line %d", line)
+			}
+			return i, nil
+		}
+		if c[i].ev.Seq != i {
+			if i <= lastEnd {
+				return 0, corruptf("corrupt session log: seq gap in committed region at line %d (expected %d, got %d)", line, i, c[i].ev.Seq)
+			}
+			return i, nil
+		}
+	}
+	return len(c), nil
+}
+
+// readLog reads the log at path, checks that its header names id, and
+// returns the kept prefix of events. A torn tail is truncated away durably.
+// No crash repair is applied.
+func readLog(path, id string) (session.Header, []session.Event, error) {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return session.Header{}, nil, err
+	}
+	nl := bytes.IndexByte(data, '\n')
+	headerLine := data
+	if nl >= 0 {
+		headerLine = data[:nl]
+	}
+	h, err := parseHeader(headerLine)
+	if err != nil {
+		return session.Header{}, nil, err
+	}
+	if h.ID != id {
+		return session.Header{}, nil, corruptf("corrupt session log: header id %q does not match session %q", h.ID, id)
+	}
+	if nl < 0 {
+		if err := truncateDurable(path, int64(len(data)), true); err != nil {
+			return session.Header{}, nil, err
+		}
+		return h, nil, nil
+	}
+	var (
+		cands []candidate
+		ends  []int // byte offset just past each candidate line
+	)
+	pos := nl + 1
+	for pos < len(data) {
+		i := bytes.IndexByte(data[pos:], '\n')
+		if i < 0 {
+			cands = append(cands, candidate{}) // unterminated: torn
+			ends = append(ends, len(data))
+			break
+		}
+		var c candidate
+		c.ok = c.ev.UnmarshalJSON(data[pos:pos+i]) == nil
+		cands = append(cands, c)
+		pos += i + 1
+		ends = append(ends, pos)
+	}
+	n, err := committedPrefix(cands)
+	if err != nil {
+		return session.Header{}, nil, err
+	}
+	keep := nl + 1
+	if n > 0 {
+		keep = ends[n-1]
+	}
+	if keep < len(data) {
+		if err := truncateDurable(path, int64(keep), false); err != nil {
+			return session.Header{}, nil, err
+		}
+	}
+	events := make([]session.Event, n)
+	for i := range events {
+		events[i] = cands[i].ev
+	}
+	return h, events, nil
+}
+
+// encodeEvents renders events as JSONL lines. Data and SurfaceOp are
+// compacted (and HTML escapes undone) so every line is one valid JSON object
+// that reloads to an identical Event.
+func encodeEvents(events []session.Event) ([]byte, error) {
+	var buf bytes.Buffer
+	for _, ev := range events {
+		if len(ev.Data) > 0 {
+			d, err := jsonx.Compact(ev.Data)
+			if err != nil {
+				return nil, fmt.Errorf("event %d (%s): data: %w", ev.Seq, ev.Type, err)
+			}
+			ev.Data = d
+		}
+		if ev.SurfaceOp != nil {
+			op, err := jsonx.Compact(ev.SurfaceOp)
+			if err != nil {
+				return nil, fmt.Errorf("event %d (%s): surfaceOp: %w", ev.Seq, ev.Type, err)
+			}
+			ev.SurfaceOp = op
+		}
+		line, err := ev.MarshalJSON()
+		if err != nil {
+			return nil, fmt.Errorf("event %d (%s): %w", ev.Seq, ev.Type, err)
+		}
+		buf.Write(line)
+		buf.WriteByte('\n')
+	}
+	return buf.Bytes(), nil
+}

@@ -1,0 +1,312 @@
+// Package jsonl is the default session store: one JSONL file per session,
+// `<root>/<bucket>/<encoded id>.jsonl`, line 0 the header and every further
+// line one event (session-log contract § 6).
+//
+// New sessions are materialized atomically (temp file, fsync, hard link,
+// directory fsync); later batches are appended and fsynced, and truncated
+// back when the write fails. Load keeps the longest parseable seq-contiguous
+// prefix, truncates a torn tail after the last turn/end, and persists the
+// crash-repair closers of a turn left open.
+package jsonl
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+	"sync"
+
+	"github.com/dsh-acp/dsh-acp/session"
+)
+
+// ErrClosed is returned by operations on a closed Store.
+var ErrClosed = errors.New("jsonl session store is closed")
+
+// Store is a session.Store over a directory tree. It is safe for concurrent
+// use; writes to one session are serialized, different sessions proceed in
+// parallel. A Store assumes it is the only writer of its root.
+type Store struct {
+	root string
+
+	mu     sync.Mutex // guards closed and index
+	closed bool
+	index  map[string]*entry
+}
+
+// entry is the in-memory index record of one session id. Entries are never
+// removed, so two goroutines can never hold different locks for one id.
+type entry struct {
+	mu   sync.Mutex // serializes file access for the session
+	path string     // "" while the session's file is unknown
+	next int        // next seq to append; valid when path != ""
+}
+
+var _ session.Store = (*Store)(nil)
+
+// Open returns a store rooted at root, creating the directory (mode 0700) if
+// needed.
+func Open(root string) (*Store, error) {
+	if root == "" {
+		return nil, errors.New("open jsonl session store: empty root")
+	}
+	if err := os.MkdirAll(root, 0o700); err != nil {
+		return nil, fmt.Errorf("open jsonl session store: %w", err)
+	}
+	return &Store{root: root, index: map[string]*entry{}}, nil
+}
+
+// Root returns the directory the store was opened on.
+func (s *Store) Root() string { return s.root }
+
+// Path returns the file a session with header h is (or would be) written to
+// when it is not stored yet: `<root>/<Bucket(h.Cwd)>/<EncodeID(h.ID)>.jsonl`.
+func (s *Store) Path(h session.Header) (string, error) {
+	name, err := EncodeID(h.ID)
+	if err != nil {
+		return "", err
+	}
+	return filepath.Join(s.root, Bucket(h.Cwd), name+fileExt), nil
+}
+
+// Close marks the store closed. It holds no open files between calls.
+func (s *Store) Close() error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.closed = true
+	return nil
+}
+
+// lock returns the locked index entry of id.
+func (s *Store) lock(id string) (*entry, error) {
+	s.mu.Lock()
+	if s.closed {
+		s.mu.Unlock()
+		return nil, ErrClosed
+	}
+	e := s.index[id]
+	if e == nil {
+		e = &entry{}
+		s.index[id] = e
+	}
+	s.mu.Unlock()
+	e.mu.Lock()
+	return e, nil
+}
+
+// Append persists events, which must continue the stored seq exactly. The
+// first batch of a session materializes its file with header h.
+func (s *Store) Append(ctx context.Context, h session.Header, events []session.Event) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	name, err := EncodeID(h.ID)
+	if err != nil {
+		return fmt.Errorf("append to session %q: %w", h.ID, err)
+	}
+	if len(events) == 0 {
+		return nil
+	}
+	e, err := s.lock(h.ID)
+	if err != nil {
+		return err
+	}
+	defer e.mu.Unlock()
+	if e.path == "" {
+		path, err := s.find(name)
+		if err != nil {
+			return fmt.Errorf("append to session %q: %w", h.ID, err)
+		}
+		if path != "" {
+			// Stored by an earlier process and not loaded here: recover the
+			// next seq (dropping a torn tail) without crash repair.
+			_, evs, err := readLog(path, h.ID)
+			if err != nil {
+				return fmt.Errorf("append to session %q: %w", h.ID, err)
+			}
+			e.path, e.next = path, len(evs)
+		}
+	}
+	if err := checkSeqs(h.ID, e.next, events); err != nil {
+		return err
+	}
+	body, err := encodeEvents(events)
+	if err != nil {
+		return fmt.Errorf("append to session %q: %w", h.ID, err)
+	}
+	if e.path == "" {
+		if h.Version != session.FormatVersion {
+			return fmt.Errorf("append to session %q: header version %d, want %d", h.ID, h.Version, session.FormatVersion)
+		}
+		header, err := h.MarshalJSON()
+		if err != nil {
+			return fmt.Errorf("append to session %q: %w", h.ID, err)
+		}
+		path := filepath.Join(s.root, Bucket(h.Cwd), name+fileExt)
+		if err := materialize(s.root, path, header, body); err != nil {
+			return fmt.Errorf("append to session %q: %w", h.ID, err)
+		}
+		e.path = path
+	} else if err := appendDurable(e.path, body); err != nil {
+		return fmt.Errorf("append to session %q: %w", h.ID, err)
+	}
+	e.next += len(events)
+	return nil
+}
+
+// checkSeqs verifies that events continue a log whose next seq is next.
+func checkSeqs(id string, next int, events []session.Event) error {
+	for i, ev := range events {
+		if ev.Seq != next+i {
+			return fmt.Errorf("append seq mismatch for %q: expected %d at index %d, got %d", id, next+i, i, ev.Seq)
+		}
+	}
+	return nil
+}
+
+// Load returns the stored session id, repaired (contract § 6): a torn tail
+// after the last turn/end is truncated away and an open turn is closed by
+// session.RepairClosers, whose events are appended durably first.
+func (s *Store) Load(ctx context.Context, id string) (session.Header, []session.Event, error) {
+	if err := ctx.Err(); err != nil {
+		return session.Header{}, nil, err
+	}
+	name, err := EncodeID(id)
+	if err != nil {
+		return session.Header{}, nil, fmt.Errorf("load session %q: %w", id, err)
+	}
+	e, err := s.lock(id)
+	if err != nil {
+		return session.Header{}, nil, err
+	}
+	defer e.mu.Unlock()
+	path := e.path
+	if path == "" {
+		if path, err = s.find(name); err != nil {
+			return session.Header{}, nil, fmt.Errorf("load session %q: %w", id, err)
+		}
+		if path == "" {
+			return session.Header{}, nil, &NotFoundError{ID: id}
+		}
+	}
+	h, events, err := readLog(path, id)
+	if errors.Is(err, fs.ErrNotExist) {
+		e.path, e.next = "", 0
+		return session.Header{}, nil, &NotFoundError{ID: id}
+	}
+	if err != nil {
+		var ce *corruptError
+		if errors.As(err, &ce) {
+			return session.Header{}, nil, err // contract text, unprefixed
+		}
+		return session.Header{}, nil, fmt.Errorf("load session %q: %w", id, err)
+	}
+	e.path, e.next = path, len(events)
+	if closers := session.RepairClosers(events); len(closers) > 0 {
+		body, err := encodeEvents(closers)
+		if err != nil {
+			return session.Header{}, nil, fmt.Errorf("load session %q: repair: %w", id, err)
+		}
+		if err := appendDurable(path, body); err != nil {
+			return session.Header{}, nil, fmt.Errorf("load session %q: repair: %w", id, err)
+		}
+		events = append(events, closers...)
+		e.next = len(events)
+	}
+	return h, events, nil
+}
+
+// find returns the path of the stored file named name+".jsonl" in any
+// bucket, or "" if there is none.
+func (s *Store) find(name string) (string, error) {
+	buckets, err := os.ReadDir(s.root)
+	if err != nil {
+		return "", err
+	}
+	for _, b := range buckets {
+		if !b.IsDir() {
+			continue
+		}
+		p := filepath.Join(s.root, b.Name(), name+fileExt)
+		st, err := os.Stat(p)
+		if err == nil && st.Mode().IsRegular() {
+			return p, nil
+		}
+		if err != nil && !errors.Is(err, fs.ErrNotExist) {
+			return "", err
+		}
+	}
+	return "", nil
+}
+
+// List returns the headers of all stored sessions, reading only the first
+// line of every *.jsonl file of every bucket, sorted by creation time then
+// id. Files whose first line is not a valid header are skipped.
+func (s *Store) List(ctx context.Context) ([]session.Header, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	s.mu.Lock()
+	closed := s.closed
+	s.mu.Unlock()
+	if closed {
+		return nil, ErrClosed
+	}
+	buckets, err := os.ReadDir(s.root)
+	if err != nil {
+		return nil, fmt.Errorf("list sessions: %w", err)
+	}
+	var out []session.Header
+	for _, b := range buckets {
+		if !b.IsDir() {
+			continue
+		}
+		dir := filepath.Join(s.root, b.Name())
+		files, err := os.ReadDir(dir)
+		if err != nil {
+			if errors.Is(err, fs.ErrNotExist) {
+				continue
+			}
+			return nil, fmt.Errorf("list sessions: %w", err)
+		}
+		for _, f := range files {
+			if err := ctx.Err(); err != nil {
+				return nil, err
+			}
+			if f.IsDir() || !strings.HasSuffix(f.Name(), fileExt) {
+				continue
+			}
+			h, err := readHeader(filepath.Join(dir, f.Name()))
+			if err != nil {
+				var ce *corruptError
+				if errors.Is(err, fs.ErrNotExist) || errors.As(err, &ce) {
+					continue
+				}
+				return nil, fmt.Errorf("list sessions: %w", err)
+			}
+			out = append(out, h)
+		}
+	}
+	sort.Slice(out, func(i, j int) bool {
+		if out[i].CreatedAt != out[j].CreatedAt {
+			return out[i].CreatedAt < out[j].CreatedAt
+		}
+		return out[i].ID < out[j].ID
+	})
+	return out, nil
+}
+
+// NotFoundError is returned by Load for an id that is not stored. Its text
+// is `session "<id>" not found`; it wraps session.ErrNotFound.
+type NotFoundError struct {
+	ID string
+}
+
+// Error returns `session "<id>" not found`.
+func (e *NotFoundError) Error() string { return fmt.Sprintf("session %q not found", e.ID) }
+
+// Unwrap returns session.ErrNotFound.
+func (e *NotFoundError) Unwrap() error { return session.ErrNotFound }

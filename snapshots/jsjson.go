@@ -1,0 +1,721 @@
+package snapshots
+
+import (
+	"bytes"
+	"fmt"
+	"math"
+	"strconv"
+	"strings"
+	"unicode/utf8"
+)
+
+// JSKind is the kind of a JSValue.
+type JSKind uint8
+
+// The JSON value kinds.
+const (
+	JSNull JSKind = iota
+	JSBool
+	JSNumber
+	JSString
+	JSArray
+	JSObject
+)
+
+// maxParseDepth bounds the nesting of parsed values (JS engines fail on
+// very deep nesting too; this keeps the recursive parser safe).
+const maxParseDepth = 10000
+
+// JSValue is an order-preserving JSON value that behaves like the result of
+// JavaScript's JSON.parse: numbers are float64, object members keep their
+// insertion order except that canonical array-index keys ("0" …
+// "4294967294") come first in ascending numeric order, and a repeated key
+// keeps the position of its first occurrence with the value of its last.
+//
+// Strings are Go strings. A lone UTF-16 surrogate (only obtainable from a
+// "\udxxx" escape) is held in its 3-byte generalized UTF-8 (WTF-8) form so
+// that Stringify can reproduce JavaScript's "\udxxx" output.
+//
+// A JSValue is used through a pointer; the zero JSValue is null.
+type JSValue struct {
+	kind    JSKind
+	boolean bool
+	num     float64
+	str     string
+	items   []*JSValue
+	members []jsMember
+}
+
+type jsMember struct {
+	key   string
+	value *JSValue
+}
+
+// NewJSNull returns a JSON null.
+func NewJSNull() *JSValue { return &JSValue{kind: JSNull} }
+
+// NewJSBool returns a JSON boolean.
+func NewJSBool(b bool) *JSValue { return &JSValue{kind: JSBool, boolean: b} }
+
+// NewJSNumber returns a JSON number.
+func NewJSNumber(f float64) *JSValue { return &JSValue{kind: JSNumber, num: f} }
+
+// NewJSString returns a JSON string.
+func NewJSString(s string) *JSValue { return &JSValue{kind: JSString, str: s} }
+
+// NewJSArray returns a JSON array holding items.
+func NewJSArray(items ...*JSValue) *JSValue {
+	return &JSValue{kind: JSArray, items: append([]*JSValue{}, items...)}
+}
+
+// NewJSObject returns an empty JSON object.
+func NewJSObject() *JSValue { return &JSValue{kind: JSObject} }
+
+// Kind reports the kind of v (JSNull for a nil v).
+func (v *JSValue) Kind() JSKind {
+	if v == nil {
+		return JSNull
+	}
+	return v.kind
+}
+
+// IsNull reports whether v is null (or nil).
+func (v *JSValue) IsNull() bool { return v.Kind() == JSNull }
+
+// BoolValue returns v's boolean and whether v is a boolean.
+func (v *JSValue) BoolValue() (bool, bool) {
+	if v.Kind() != JSBool {
+		return false, false
+	}
+	return v.boolean, true
+}
+
+// NumberValue returns v's number and whether v is a number.
+func (v *JSValue) NumberValue() (float64, bool) {
+	if v.Kind() != JSNumber {
+		return 0, false
+	}
+	return v.num, true
+}
+
+// StringValue returns v's string and whether v is a string.
+func (v *JSValue) StringValue() (string, bool) {
+	if v.Kind() != JSString {
+		return "", false
+	}
+	return v.str, true
+}
+
+// Items returns the elements of an array (nil for other kinds). The slice
+// is v's own: assigning to its elements modifies v.
+func (v *JSValue) Items() []*JSValue {
+	if v.Kind() != JSArray {
+		return nil
+	}
+	return v.items
+}
+
+// Append adds items at the end of an array; it panics if v is not an array.
+func (v *JSValue) Append(items ...*JSValue) {
+	if v.Kind() != JSArray {
+		panic("snapshots: Append on a non-array JSValue")
+	}
+	v.items = append(v.items, items...)
+}
+
+// Keys returns the keys of an object in JavaScript enumeration order (nil
+// for other kinds).
+func (v *JSValue) Keys() []string {
+	if v.Kind() != JSObject {
+		return nil
+	}
+	keys := make([]string, len(v.members))
+	for i, m := range v.members {
+		keys[i] = m.key
+	}
+	return keys
+}
+
+// Get returns the value of an object member and whether it exists. It
+// returns false for non-objects.
+func (v *JSValue) Get(key string) (*JSValue, bool) {
+	if i := v.memberIndex(key); i >= 0 {
+		return v.members[i].value, true
+	}
+	return nil, false
+}
+
+// Has reports whether v is an object with a member key.
+func (v *JSValue) Has(key string) bool { return v.memberIndex(key) >= 0 }
+
+// Set assigns an object member like a JavaScript property assignment: an
+// existing key keeps its position, a new array-index key is placed among the
+// index keys in numeric order, any other new key is appended. It panics if v
+// is not an object.
+func (v *JSValue) Set(key string, val *JSValue) {
+	if v.Kind() != JSObject {
+		panic("snapshots: Set on a non-object JSValue")
+	}
+	if i := v.memberIndex(key); i >= 0 {
+		v.members[i].value = val
+		return
+	}
+	m := jsMember{key: key, value: val}
+	idx, ok := arrayIndex(key)
+	if !ok {
+		v.members = append(v.members, m)
+		return
+	}
+	pos := 0
+	for pos < len(v.members) {
+		other, isIdx := arrayIndex(v.members[pos].key)
+		if !isIdx || other > idx {
+			break
+		}
+		pos++
+	}
+	v.members = append(v.members, jsMember{})
+	copy(v.members[pos+1:], v.members[pos:])
+	v.members[pos] = m
+}
+
+// Delete removes an object member and reports whether it existed.
+func (v *JSValue) Delete(key string) bool {
+	i := v.memberIndex(key)
+	if i < 0 {
+		return false
+	}
+	v.members = append(v.members[:i], v.members[i+1:]...)
+	return true
+}
+
+func (v *JSValue) memberIndex(key string) int {
+	if v.Kind() != JSObject {
+		return -1
+	}
+	for i, m := range v.members {
+		if m.key == key {
+			return i
+		}
+	}
+	return -1
+}
+
+// MapStrings replaces, recursively and in place, every string value inside
+// v (not object keys) by f of it.
+func (v *JSValue) MapStrings(f func(string) string) {
+	switch v.Kind() {
+	case JSString:
+		v.str = f(v.str)
+	case JSArray:
+		for _, it := range v.items {
+			it.MapStrings(f)
+		}
+	case JSObject:
+		for _, m := range v.members {
+			m.value.MapStrings(f)
+		}
+	}
+}
+
+// arrayIndex reports whether key is a canonical array index ("0" …
+// "4294967294") and returns its numeric value.
+func arrayIndex(key string) (uint64, bool) {
+	if len(key) == 0 || len(key) > 10 || (key[0] == '0' && len(key) > 1) {
+		return 0, false
+	}
+	var n uint64
+	for i := 0; i < len(key); i++ {
+		c := key[i]
+		if c < '0' || c > '9' {
+			return 0, false
+		}
+		n = n*10 + uint64(c-'0')
+	}
+	return n, n <= 4294967294
+}
+
+// ParseJS parses one JSON text like JavaScript's JSON.parse. Input that is
+// not valid UTF-8 is first decoded the way a WHATWG UTF-8 decoder (Node's
+// Buffer#toString) does, invalid sequences becoming U+FFFD.
+func ParseJS(data []byte) (*JSValue, error) {
+	if !utf8.Valid(data) {
+		data = decodeUTF8Lossy(data)
+	}
+	p := &jsParser{data: data}
+	p.skipWS()
+	v, err := p.value(0)
+	if err != nil {
+		return nil, err
+	}
+	p.skipWS()
+	if p.pos < len(p.data) {
+		return nil, p.errorf("unexpected %q after JSON value", p.data[p.pos])
+	}
+	return v, nil
+}
+
+// StringifyJS is JSON.stringify(JSON.parse(raw)) as JavaScript computes it.
+func StringifyJS(raw []byte) ([]byte, error) {
+	v, err := ParseJS(raw)
+	if err != nil {
+		return nil, err
+	}
+	return v.Stringify(), nil
+}
+
+type jsParser struct {
+	data []byte
+	pos  int
+}
+
+func (p *jsParser) errorf(format string, args ...any) error {
+	return fmt.Errorf("JSON parse error at offset %d: %s", p.pos, fmt.Sprintf(format, args...))
+}
+
+func (p *jsParser) skipWS() {
+	for p.pos < len(p.data) {
+		switch p.data[p.pos] {
+		case ' ', '\t', '\n', '\r':
+			p.pos++
+		default:
+			return
+		}
+	}
+}
+
+func (p *jsParser) literal(word string, v *JSValue) (*JSValue, error) {
+	if !bytes.HasPrefix(p.data[p.pos:], []byte(word)) {
+		return nil, p.errorf("invalid literal")
+	}
+	p.pos += len(word)
+	return v, nil
+}
+
+func (p *jsParser) value(depth int) (*JSValue, error) {
+	if depth > maxParseDepth {
+		return nil, p.errorf("nesting deeper than %d", maxParseDepth)
+	}
+	if p.pos >= len(p.data) {
+		return nil, p.errorf("unexpected end of JSON input")
+	}
+	switch c := p.data[p.pos]; {
+	case c == '{':
+		return p.object(depth)
+	case c == '[':
+		return p.array(depth)
+	case c == '"':
+		s, err := p.string()
+		if err != nil {
+			return nil, err
+		}
+		return NewJSString(s), nil
+	case c == 't':
+		return p.literal("true", NewJSBool(true))
+	case c == 'f':
+		return p.literal("false", NewJSBool(false))
+	case c == 'n':
+		return p.literal("null", NewJSNull())
+	case c == '-' || (c >= '0' && c <= '9'):
+		return p.number()
+	default:
+		return nil, p.errorf("unexpected %q", c)
+	}
+}
+
+// elements parses the comma-separated elements of an object or array whose
+// opening bracket is at p.pos, calling each with p.pos on an element, up to
+// and including the closing bracket.
+func (p *jsParser) elements(closing byte, each func() error) error {
+	p.pos++ // opening bracket
+	p.skipWS()
+	if p.pos < len(p.data) && p.data[p.pos] == closing {
+		p.pos++
+		return nil
+	}
+	for {
+		p.skipWS()
+		if err := each(); err != nil {
+			return err
+		}
+		p.skipWS()
+		switch {
+		case p.pos >= len(p.data):
+			return p.errorf("unexpected end of JSON input")
+		case p.data[p.pos] == ',':
+			p.pos++
+		case p.data[p.pos] == closing:
+			p.pos++
+			return nil
+		default:
+			return p.errorf("expected ',' or %q", closing)
+		}
+	}
+}
+
+func (p *jsParser) object(depth int) (*JSValue, error) {
+	obj := NewJSObject()
+	err := p.elements('}', func() error {
+		if p.pos >= len(p.data) || p.data[p.pos] != '"' {
+			return p.errorf("expected a string key")
+		}
+		key, err := p.string()
+		if err != nil {
+			return err
+		}
+		p.skipWS()
+		if p.pos >= len(p.data) || p.data[p.pos] != ':' {
+			return p.errorf("expected ':'")
+		}
+		p.pos++
+		p.skipWS()
+		val, err := p.value(depth + 1)
+		if err == nil {
+			obj.Set(key, val)
+		}
+		return err
+	})
+	if err != nil {
+		return nil, err
+	}
+	return obj, nil
+}
+
+func (p *jsParser) array(depth int) (*JSValue, error) {
+	arr := NewJSArray()
+	err := p.elements(']', func() error {
+		val, err := p.value(depth + 1)
+		if err == nil {
+			arr.items = append(arr.items, val)
+		}
+		return err
+	})
+	if err != nil {
+		return nil, err
+	}
+	return arr, nil
+}
+
+func (p *jsParser) number() (*JSValue, error) {
+	start := p.pos
+	d := p.data
+	digits := func() int {
+		n := 0
+		for p.pos < len(d) && d[p.pos] >= '0' && d[p.pos] <= '9' {
+			p.pos++
+			n++
+		}
+		return n
+	}
+	if d[p.pos] == '-' {
+		p.pos++
+	}
+	if p.pos < len(d) && d[p.pos] == '0' {
+		p.pos++
+	} else if digits() == 0 {
+		return nil, p.errorf("invalid number")
+	}
+	if p.pos < len(d) && d[p.pos] == '.' {
+		p.pos++
+		if digits() == 0 {
+			return nil, p.errorf("invalid number")
+		}
+	}
+	if p.pos < len(d) && (d[p.pos] == 'e' || d[p.pos] == 'E') {
+		p.pos++
+		if p.pos < len(d) && (d[p.pos] == '+' || d[p.pos] == '-') {
+			p.pos++
+		}
+		if digits() == 0 {
+			return nil, p.errorf("invalid number")
+		}
+	}
+	// The grammar is checked; a range error still yields ±Inf or 0 as in JS.
+	f, _ := strconv.ParseFloat(string(d[start:p.pos]), 64)
+	return NewJSNumber(f), nil
+}
+
+// hex4 reads the four hex digits of a \u escape starting at i.
+func (p *jsParser) hex4(i int) (uint16, bool) {
+	if i+4 > len(p.data) {
+		return 0, false
+	}
+	u, err := strconv.ParseUint(string(p.data[i:i+4]), 16, 16)
+	return uint16(u), err == nil
+}
+
+func (p *jsParser) string() (string, error) {
+	p.pos++ // opening quote
+	start := p.pos
+	d := p.data
+	for p.pos < len(d) && d[p.pos] != '"' && d[p.pos] != '\\' && d[p.pos] >= 0x20 {
+		p.pos++
+	}
+	if p.pos < len(d) && d[p.pos] == '"' {
+		p.pos++
+		return string(d[start : p.pos-1]), nil
+	}
+	var b strings.Builder
+	b.Write(d[start:p.pos])
+	for {
+		if p.pos >= len(d) {
+			return "", p.errorf("unterminated string")
+		}
+		c := d[p.pos]
+		switch {
+		case c == '"':
+			p.pos++
+			return b.String(), nil
+		case c < 0x20:
+			return "", p.errorf("bad control character in string")
+		case c != '\\':
+			b.WriteByte(c)
+			p.pos++
+			continue
+		}
+		if p.pos+1 >= len(d) {
+			return "", p.errorf("unterminated string")
+		}
+		esc := d[p.pos+1]
+		p.pos += 2
+		switch esc {
+		case '"', '\\', '/':
+			b.WriteByte(esc)
+		case 'b':
+			b.WriteByte('\b')
+		case 'f':
+			b.WriteByte('\f')
+		case 'n':
+			b.WriteByte('\n')
+		case 'r':
+			b.WriteByte('\r')
+		case 't':
+			b.WriteByte('\t')
+		case 'u':
+			u, ok := p.hex4(p.pos)
+			if !ok {
+				return "", p.errorf("bad \\u escape")
+			}
+			p.pos += 4
+			if u >= 0xD800 && u < 0xDC00 && p.pos+1 < len(d) && d[p.pos] == '\\' && d[p.pos+1] == 'u' {
+				if lo, ok := p.hex4(p.pos + 2); ok && lo >= 0xDC00 && lo < 0xE000 {
+					p.pos += 6
+					b.WriteRune(0x10000 + (rune(u)-0xD800)<<10 + rune(lo) - 0xDC00)
+					continue
+				}
+			}
+			if u >= 0xD800 && u < 0xE000 {
+				b.Write([]byte{0xE0 | byte(u>>12), 0x80 | byte(u>>6)&0x3F, 0x80 | byte(u)&0x3F})
+			} else {
+				b.WriteRune(rune(u))
+			}
+		default:
+			p.pos -= 2
+			return "", p.errorf("bad escape \\%c", esc)
+		}
+	}
+}
+
+// decodeUTF8Lossy decodes b like the WHATWG UTF-8 decoder: each maximal
+// invalid subsequence becomes one U+FFFD.
+func decodeUTF8Lossy(b []byte) []byte {
+	out := make([]byte, 0, len(b)+8)
+	for i := 0; i < len(b); {
+		c := b[i]
+		if c < 0x80 {
+			out = append(out, c)
+			i++
+			continue
+		}
+		need, lo, hi := 0, byte(0x80), byte(0xBF)
+		switch {
+		case c >= 0xC2 && c <= 0xDF:
+			need = 1
+		case c == 0xE0:
+			need, lo = 2, 0xA0
+		case c == 0xED:
+			need, hi = 2, 0x9F
+		case c >= 0xE1 && c <= 0xEF:
+			need = 2
+		case c == 0xF0:
+			need, lo = 3, 0x90
+		case c == 0xF4:
+			need, hi = 3, 0x8F
+		case c >= 0xF1 && c <= 0xF3:
+			need = 3
+		}
+		j := i + 1
+		ok := need > 0
+		for k := 0; ok && k < need; k++ {
+			if j >= len(b) || b[j] < lo || b[j] > hi {
+				ok = false
+				break
+			}
+			lo, hi = 0x80, 0xBF
+			j++
+		}
+		if ok {
+			out = append(out, b[i:j]...)
+		} else {
+			out = utf8.AppendRune(out, utf8.RuneError)
+		}
+		i = j
+	}
+	return out
+}
+
+// Stringify serializes v as JavaScript's JSON.stringify(v) does (no
+// whitespace). Non-finite numbers become null, as in JavaScript.
+func (v *JSValue) Stringify() []byte { return v.AppendJS(nil) }
+
+// String returns the JavaScript serialization of v.
+func (v *JSValue) String() string { return string(v.Stringify()) }
+
+// AppendJS appends the JavaScript serialization of v to dst.
+func (v *JSValue) AppendJS(dst []byte) []byte {
+	switch v.Kind() {
+	case JSBool:
+		return strconv.AppendBool(dst, v.boolean)
+	case JSNumber:
+		return appendJSNumber(dst, v.num)
+	case JSString:
+		return appendJSString(dst, v.str)
+	case JSArray:
+		dst = append(dst, '[')
+		for i, it := range v.items {
+			if i > 0 {
+				dst = append(dst, ',')
+			}
+			dst = it.AppendJS(dst)
+		}
+		return append(dst, ']')
+	case JSObject:
+		dst = append(dst, '{')
+		for i, m := range v.members {
+			if i > 0 {
+				dst = append(dst, ',')
+			}
+			dst = appendJSString(dst, m.key)
+			dst = append(dst, ':')
+			dst = m.value.AppendJS(dst)
+		}
+		return append(dst, '}')
+	default:
+		return append(dst, "null"...)
+	}
+}
+
+// appendJSNumber appends f in ECMAScript Number::toString form.
+func appendJSNumber(dst []byte, f float64) []byte {
+	if math.IsNaN(f) || math.IsInf(f, 0) {
+		return append(dst, "null"...)
+	}
+	if f == 0 {
+		return append(dst, '0') // also -0
+	}
+	if f < 0 {
+		dst = append(dst, '-')
+		f = -f
+	}
+	var buf [32]byte
+	e := strconv.AppendFloat(buf[:0], f, 'e', -1, 64) // d[.ddd]e±XX
+	ePos := bytes.IndexByte(e, 'e')
+	exp, _ := strconv.Atoi(string(e[ePos+1:]))
+	digits := make([]byte, 0, ePos)
+	for _, c := range e[:ePos] {
+		if c != '.' {
+			digits = append(digits, c)
+		}
+	}
+	k, n := len(digits), exp+1
+	switch {
+	case k <= n && n <= 21:
+		dst = append(dst, digits...)
+		for range n - k {
+			dst = append(dst, '0')
+		}
+	case 0 < n && n <= 21:
+		dst = append(dst, digits[:n]...)
+		dst = append(dst, '.')
+		dst = append(dst, digits[n:]...)
+	case -6 < n && n <= 0:
+		dst = append(dst, '0', '.')
+		for range -n {
+			dst = append(dst, '0')
+		}
+		dst = append(dst, digits...)
+	default:
+		dst = append(dst, digits[0])
+		if k > 1 {
+			dst = append(dst, '.')
+			dst = append(dst, digits[1:]...)
+		}
+		dst = append(dst, 'e')
+		if n-1 >= 0 {
+			dst = append(dst, '+')
+		}
+		dst = strconv.AppendInt(dst, int64(n-1), 10)
+	}
+	return dst
+}
+
+const lowerHex = "0123456789abcdef"
+
+// wtf8Surrogate decodes a generalized-UTF-8 surrogate at s[i:] (3 bytes).
+func wtf8Surrogate(s string, i int) (rune, bool) {
+	if i+2 < len(s) && s[i] == 0xED && s[i+1] >= 0xA0 && s[i+1] <= 0xBF && s[i+2] >= 0x80 && s[i+2] <= 0xBF {
+		return 0xD000 | rune(s[i+1]&0x3F)<<6 | rune(s[i+2]&0x3F), true
+	}
+	return 0, false
+}
+
+// appendJSString appends s quoted as JavaScript's JSON.stringify does.
+// Invalid UTF-8 other than WTF-8 surrogates is written as U+FFFD.
+func appendJSString(dst []byte, s string) []byte {
+	dst = append(dst, '"')
+	for i := 0; i < len(s); {
+		c := s[i]
+		if c < utf8.RuneSelf {
+			switch {
+			case c == '"' || c == '\\':
+				dst = append(dst, '\\', c)
+			case c == '\b':
+				dst = append(dst, '\\', 'b')
+			case c == '\t':
+				dst = append(dst, '\\', 't')
+			case c == '\n':
+				dst = append(dst, '\\', 'n')
+			case c == '\f':
+				dst = append(dst, '\\', 'f')
+			case c == '\r':
+				dst = append(dst, '\\', 'r')
+			case c < 0x20:
+				dst = append(dst, '\\', 'u', '0', '0', lowerHex[c>>4], lowerHex[c&0xF])
+			default:
+				dst = append(dst, c)
+			}
+			i++
+			continue
+		}
+		r, size := utf8.DecodeRuneInString(s[i:])
+		if r != utf8.RuneError || size > 1 {
+			dst = append(dst, s[i:i+size]...)
+			i += size
+			continue
+		}
+		hi, ok := wtf8Surrogate(s, i)
+		if !ok {
+			dst = utf8.AppendRune(dst, utf8.RuneError)
+			i++
+			continue
+		}
+		if lo, ok := wtf8Surrogate(s, i+3); ok && hi < 0xDC00 && lo >= 0xDC00 {
+			dst = utf8.AppendRune(dst, 0x10000+(hi-0xD800)<<10+lo-0xDC00)
+			i += 6
+			continue
+		}
+		dst = append(dst, '\\', 'u', lowerHex[hi>>12], lowerHex[hi>>8&0xF], lowerHex[hi>>4&0xF], lowerHex[hi&0xF])
+		i += 3
+	}
+	return append(dst, '"')
+}
