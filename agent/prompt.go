@@ -3,22 +3,12 @@ package agent
 import (
 	"sort"
 	"strings"
+
+	"github.com/dsh-acp/dsh-acp/capabilities"
 )
 
-// Section is one part of the system prompt. Sections render sorted by
-// Order (stable for ties); empty ones are dropped; the rest are joined by a
-// blank line.
-type Section struct {
-	Name  string
-	Order int
-	Text  string
-}
-
-// Sectioner is implemented by tools (and other capabilities) that add a
-// section to the system prompt.
-type Sectioner interface {
-	PromptSection() Section
-}
+// Section is a system prompt section (see capabilities.Section).
+type Section = capabilities.Section
 
 // renderSystem assembles the system prompt, interpolating {{model}} and
 // {{cwd}}.

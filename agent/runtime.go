@@ -155,7 +155,7 @@ func (s *Session) Close(ctx context.Context) error {
 func (s *Session) system() string {
 	secs := append([]Section{IdentitySection()}, s.rt.cfg.Sections...)
 	for _, t := range s.tools.Tools() {
-		if sc, ok := t.(Sectioner); ok {
+		if sc, ok := t.(capabilities.Sectioner); ok {
 			secs = append(secs, sc.PromptSection())
 		}
 	}

@@ -120,3 +120,18 @@ type ResultView struct {
 	ExitCode *int
 	Signal   string
 }
+
+// Section is one part of the system prompt. Sections render sorted by Order
+// (stable for ties); empty ones are dropped; the rest are joined by a blank
+// line. {{model}} and {{cwd}} are interpolated per session.
+type Section struct {
+	Name  string
+	Order int
+	Text  string
+}
+
+// Sectioner is implemented by tools that add a section to the system
+// prompt.
+type Sectioner interface {
+	PromptSection() Section
+}

@@ -99,9 +99,9 @@ func collect(t *testing.T, seq func(func(llm.Chunk, error) bool)) ([]string, err
 			continue
 		}
 		require.Nil(t, last, "chunk after error")
-		b, merr := json.Marshal(c)
+		b, merr := c.MarshalJSON()
 		require.NoError(t, merr)
-		lines = append(lines, string(jsonx.UnescapeHTML(b)))
+		lines = append(lines, string(b))
 	}
 	return lines, last
 }
