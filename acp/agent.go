@@ -4,6 +4,7 @@ import (
 	"context"
 
 	"github.com/dsh-acp/dsh-acp/agent"
+	"github.com/dsh-acp/dsh-acp/capabilities"
 	"github.com/dsh-acp/dsh-acp/session"
 )
 
@@ -23,6 +24,8 @@ type Session interface {
 	ID() string
 	// Log returns the session's event log.
 	Log() *session.Log
+	// Tools returns the session's tools (for their cards).
+	Tools() *capabilities.Registry
 	// Prompt runs one turn for the user's text and returns how it ended. It
 	// returns once the turn's turn/end is in the log.
 	Prompt(ctx context.Context, text string) session.EndReason

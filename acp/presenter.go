@@ -3,6 +3,7 @@ package acp
 import (
 	"encoding/json"
 
+	"github.com/dsh-acp/dsh-acp/capabilities"
 	"github.com/dsh-acp/dsh-acp/internal/jsonx"
 	"github.com/dsh-acp/dsh-acp/session"
 )
@@ -14,6 +15,7 @@ func marshal(v any) ([]byte, error) { return jsonx.Marshal(v) }
 // payloads. The same translator serves live streaming and session/load
 // replay (which also shows user messages).
 type presenter struct {
+	tools        ToolLookup
 	cwd          string
 	terminal     bool
 	includeUsers bool
@@ -22,11 +24,12 @@ type presenter struct {
 
 type rememberedCall struct {
 	name string
-	args any
+	args json.RawMessage
+	view *capabilities.CallView
 }
 
-func newPresenter(cwd string, terminal, includeUsers bool) *presenter {
-	return &presenter{cwd: cwd, terminal: terminal, includeUsers: includeUsers, calls: map[string]rememberedCall{}}
+func newPresenter(tools ToolLookup, cwd string, terminal, includeUsers bool) *presenter {
+	return &presenter{tools: tools, cwd: cwd, terminal: terminal, includeUsers: includeUsers, calls: map[string]rememberedCall{}}
 }
 
 // present returns the updates one event produces (often none).
@@ -68,16 +71,20 @@ func (p *presenter) present(ev session.Event) []any {
 		if ev.Decode(&c) != nil {
 			return nil
 		}
-		args := parseArgs(c.Arguments)
-		p.calls[c.CallID] = rememberedCall{name: c.Name, args: args}
-		return []any{genericCall(c.CallID, c.Name, args)}
+		card, view := p.callCard(c)
+		p.calls[c.CallID] = rememberedCall{name: c.Name, args: capabilities.ParseArgs(c.Arguments), view: view}
+		return []any{card}
 	case session.TypeToolResult:
 		var r session.ToolResult
 		if ev.Decode(&r) != nil {
 			return nil
 		}
-		delete(p.calls, r.CallID)
-		return []any{genericResult(r)}
+		var call *rememberedCall
+		if c, ok := p.calls[r.CallID]; ok {
+			call = &c
+			delete(p.calls, r.CallID)
+		}
+		return []any{p.resultCard(r, call)}
 	case session.TypeTodoWrite:
 		var t session.TodoWrite
 		if ev.Decode(&t) != nil {
@@ -90,62 +97,4 @@ func (p *presenter) present(ev session.Event) []any {
 		return []any{PlanUpdate{"plan", entries}}
 	}
 	return nil
-}
-
-// parseArgs parses a tool call's argument string the way the presenter
-// sees it: "" is {}, unparseable text stays a string.
-func parseArgs(s string) any {
-	if s == "" {
-		return json.RawMessage("{}")
-	}
-	if json.Valid([]byte(s)) {
-		c, err := jsonx.Compact([]byte(s))
-		if err == nil {
-			return json.RawMessage(c)
-		}
-	}
-	return s
-}
-
-// ToolCallCard is the tool_call update.
-type ToolCallCard struct {
-	SessionUpdate string            `json:"sessionUpdate"`
-	ToolCallID    string            `json:"toolCallId"`
-	Title         string            `json:"title"`
-	Kind          string            `json:"kind"`
-	Status        string            `json:"status"`
-	RawInput      any               `json:"rawInput,omitempty"`
-	Locations     []Location        `json:"locations,omitempty"`
-	Content       []ToolCallContent `json:"content,omitempty"`
-}
-
-// ToolCallUpdateCard is the generic tool_call_update.
-type ToolCallUpdateCard struct {
-	SessionUpdate string            `json:"sessionUpdate"`
-	ToolCallID    string            `json:"toolCallId"`
-	Status        string            `json:"status"`
-	Content       []ToolCallContent `json:"content,omitempty"`
-	Title         string            `json:"title,omitempty"`
-}
-
-func genericCall(callID, name string, args any) ToolCallCard {
-	return ToolCallCard{SessionUpdate: "tool_call", ToolCallID: callID, Title: name, Kind: "other", Status: "in_progress", RawInput: args}
-}
-
-func genericResult(r session.ToolResult) ToolCallUpdateCard {
-	status := "completed"
-	if r.IsError {
-		status = "failed"
-	}
-	return ToolCallUpdateCard{SessionUpdate: "tool_call_update", ToolCallID: r.CallID, Status: status, Content: textContent(r.Content)}
-}
-
-func textContent(blocks []session.Block) []ToolCallContent {
-	var out []ToolCallContent
-	for _, b := range blocks {
-		if b.Type == session.BlockText {
-			out = append(out, ToolCallContent{Type: "content", Content: &TextContent{"text", b.Text}})
-		}
-	}
-	return out
 }

@@ -60,7 +60,7 @@ func (s *Server) newSession(ctx context.Context, params json.RawMessage) (any, e
 
 // attach starts streaming the session's live events to the client.
 func (s *Server) attach(ls *liveSession) {
-	p := newPresenter(ls.s.Log().Header().Cwd, ls.terminal, false)
+	p := newPresenter(ls.s.Tools(), ls.s.Log().Header().Cwd, ls.terminal, false)
 	id := ls.s.ID()
 	ls.unsub = ls.s.Log().Subscribe(func(ev session.Event) {
 		for _, u := range p.present(ev) {
@@ -126,7 +126,7 @@ func (s *Server) resume(ctx context.Context, req LoadSessionRequest, terminal bo
 	}
 	s.mu.Unlock()
 
-	replay := newPresenter(sess.Log().Header().Cwd, terminal, true)
+	replay := newPresenter(sess.Tools(), sess.Log().Header().Cwd, terminal, true)
 	for _, ev := range sess.Log().Events() {
 		for _, u := range replay.present(ev) {
 			s.notify("session/update", SessionNotification{SessionID: sess.ID(), Update: u})

@@ -1,0 +1,277 @@
+package acp
+
+import (
+	"encoding/json"
+	"path"
+	"strings"
+
+	"github.com/dsh-acp/dsh-acp/capabilities"
+	"github.com/dsh-acp/dsh-acp/internal/jsonx"
+	"github.com/dsh-acp/dsh-acp/session"
+)
+
+// ToolLookup finds a session's tools for their card presenters.
+type ToolLookup interface {
+	Lookup(name string) (capabilities.Tool, bool)
+}
+
+// ToolCallCard is the tool_call update (every card kind; unused keys are
+// omitted, so the key order of each kind is preserved).
+type ToolCallCard struct {
+	SessionUpdate string            `json:"sessionUpdate"`
+	ToolCallID    string            `json:"toolCallId"`
+	Title         string            `json:"title"`
+	Kind          string            `json:"kind"`
+	Status        string            `json:"status"`
+	RawInput      json.RawMessage   `json:"rawInput,omitempty"`
+	Locations     []Location        `json:"locations,omitempty"`
+	Content       []ToolCallContent `json:"content,omitempty"`
+	Meta          *terminalInfoMeta `json:"_meta,omitempty"`
+}
+
+type terminalInfoMeta struct {
+	TerminalInfo terminalInfo `json:"terminal_info"`
+}
+
+type terminalInfo struct {
+	TerminalID string `json:"terminal_id"`
+	Cwd        string `json:"cwd,omitempty"`
+}
+
+// ToolCallUpdateCard is the tool_call_update of generic and diff results.
+type ToolCallUpdateCard struct {
+	SessionUpdate string            `json:"sessionUpdate"`
+	ToolCallID    string            `json:"toolCallId"`
+	Status        string            `json:"status"`
+	Content       []ToolCallContent `json:"content,omitempty"`
+	Title         string            `json:"title,omitempty"`
+}
+
+// TerminalUpdateCard is the tool_call_update of a terminal result when the
+// client renders terminal output itself (title precedes _meta).
+type TerminalUpdateCard struct {
+	SessionUpdate string             `json:"sessionUpdate"`
+	ToolCallID    string             `json:"toolCallId"`
+	Status        string             `json:"status"`
+	Title         string             `json:"title,omitempty"`
+	Meta          terminalOutputMeta `json:"_meta"`
+}
+
+type terminalOutputMeta struct {
+	TerminalOutput terminalOutput `json:"terminal_output"`
+	TerminalExit   *terminalExit  `json:"terminal_exit,omitempty"`
+}
+
+type terminalOutput struct {
+	TerminalID string `json:"terminal_id"`
+	Data       string `json:"data"`
+}
+
+type terminalExit struct {
+	TerminalID string `json:"terminal_id"`
+	ExitCode   *int   `json:"exit_code,omitempty"`
+	Signal     string `json:"signal,omitempty"`
+}
+
+// callCard renders a tool/call (acp-bridge § 12).
+func (p *presenter) callCard(c session.ToolCall) (ToolCallCard, *capabilities.CallView) {
+	args := capabilities.ParseArgs(c.Arguments)
+	if t, ok := p.lookup(c.Name, args); ok {
+		if cp, ok := t.(capabilities.CallPresenter); ok {
+			v := cp.PresentCall(args)
+			return p.renderCall(c.CallID, v), &v
+		}
+	}
+	return ToolCallCard{SessionUpdate: "tool_call", ToolCallID: c.CallID, Title: c.Name, Kind: "other", Status: "in_progress", RawInput: args}, nil
+}
+
+// lookup returns the tool when it exists and the arguments validate.
+func (p *presenter) lookup(name string, args json.RawMessage) (capabilities.Tool, bool) {
+	if p.tools == nil {
+		return nil, false
+	}
+	t, ok := p.tools.Lookup(name)
+	if !ok || len(t.Schema().Validate(args)) > 0 {
+		return nil, false
+	}
+	return t, true
+}
+
+func (p *presenter) renderCall(id string, v capabilities.CallView) ToolCallCard {
+	card := ToolCallCard{SessionUpdate: "tool_call", ToolCallID: id, Status: "in_progress"}
+	switch v.Kind {
+	case capabilities.ViewTerminal:
+		card.Title, card.Kind = v.Command, "execute"
+		card.RawInput = jsonx.MustMarshal(v.Command)
+		if v.Description != "" {
+			card.Content = append(card.Content, textItem(v.Description))
+		}
+		if p.terminal {
+			card.Content = append(card.Content, ToolCallContent{Type: "terminal", TerminalID: id})
+			card.Meta = &terminalInfoMeta{terminalInfo{TerminalID: id, Cwd: p.terminalCwd(v.Cwd)}}
+		}
+	case capabilities.ViewDiff:
+		raw := ""
+		if len(v.Locations) > 0 {
+			raw = v.Locations[0].Path
+		} else if len(v.Diffs) > 0 {
+			raw = v.Diffs[0].Path
+		}
+		card.Title, card.Kind = p.displayTitle(v.Title, raw), "edit"
+		card.Locations = locations(v.Locations)
+		card.Content = diffItems(v.Diffs)
+	default:
+		raw := ""
+		if len(v.Locations) > 0 {
+			raw = v.Locations[0].Path
+		}
+		card.Title = p.displayTitle(v.Title, raw)
+		card.Kind = v.ToolKind
+		if card.Kind == "" {
+			card.Kind = "other"
+		}
+		card.RawInput = v.RawInput
+		card.Locations = locations(v.Locations)
+		for _, t := range v.Content {
+			card.Content = append(card.Content, textItem(t))
+		}
+	}
+	return card
+}
+
+// resultCard renders a tool/result given the remembered call.
+func (p *presenter) resultCard(r session.ToolResult, call *rememberedCall) any {
+	status := "completed"
+	if r.IsError {
+		status = "failed"
+	}
+	raw := ToolCallUpdateCard{SessionUpdate: "tool_call_update", ToolCallID: r.CallID, Status: status, Content: textContent(r.Content)}
+	if call == nil {
+		return raw
+	}
+	t, ok := p.lookup(call.name, call.args)
+	if !ok {
+		return raw
+	}
+	rp, ok := t.(capabilities.ResultPresenter)
+	if !ok {
+		return raw
+	}
+	v := rp.PresentResult(call.args, r)
+	switch v.Kind {
+	case capabilities.ViewTerminal:
+		if call.view == nil || call.view.Kind != capabilities.ViewTerminal {
+			return raw
+		}
+		output := ""
+		if v.Output != nil {
+			output = *v.Output
+		}
+		if p.terminal {
+			meta := terminalOutputMeta{TerminalOutput: terminalOutput{TerminalID: r.CallID, Data: output}}
+			switch {
+			case v.Signal != "":
+				meta.TerminalExit = &terminalExit{TerminalID: r.CallID, Signal: v.Signal}
+			case v.ExitCode != nil:
+				meta.TerminalExit = &terminalExit{TerminalID: r.CallID, ExitCode: v.ExitCode}
+			}
+			return TerminalUpdateCard{SessionUpdate: "tool_call_update", ToolCallID: r.CallID, Status: status, Title: v.Title, Meta: meta}
+		}
+		fenced := "```console\n" + strings.TrimRight(output, "\n") + "\n```"
+		return ToolCallUpdateCard{SessionUpdate: "tool_call_update", ToolCallID: r.CallID, Status: status,
+			Content: []ToolCallContent{textItem(fenced)}, Title: v.Title}
+	case capabilities.ViewDiff:
+		rawPath := ""
+		if len(v.Diffs) > 0 {
+			rawPath = v.Diffs[0].Path
+		}
+		return ToolCallUpdateCard{SessionUpdate: "tool_call_update", ToolCallID: r.CallID, Status: status,
+			Content: diffItems(v.Diffs), Title: p.displayTitle(v.Title, rawPath)}
+	default:
+		content := raw.Content
+		if v.Content != nil {
+			content = textContent(v.Content)
+		}
+		return ToolCallUpdateCard{SessionUpdate: "tool_call_update", ToolCallID: r.CallID, Status: status, Content: content, Title: v.Title}
+	}
+}
+
+// terminalCwd is the cwd shown for a terminal card.
+func (p *presenter) terminalCwd(viewCwd string) string {
+	switch {
+	case strings.HasPrefix(viewCwd, "/"):
+		return viewCwd
+	case viewCwd != "" && strings.HasPrefix(p.cwd, "/"):
+		return path.Join(p.cwd, viewCwd)
+	}
+	return p.cwd
+}
+
+// displayTitle relativizes rawPath inside title against the session cwd.
+func (p *presenter) displayTitle(title, rawPath string) string {
+	if !strings.HasPrefix(rawPath, "/") || !strings.HasPrefix(p.cwd, "/") {
+		return title
+	}
+	rel := relative(path.Clean(p.cwd), path.Clean(rawPath))
+	if rel == "" || rel == ".." || strings.HasPrefix(rel, "../") {
+		return title
+	}
+	return strings.ReplaceAll(title, rawPath, rel)
+}
+
+// relative is Node's path.posix.relative for clean absolute paths.
+func relative(from, to string) string {
+	if from == to {
+		return ""
+	}
+	fp, tp := splitPath(from), splitPath(to)
+	i := 0
+	for i < len(fp) && i < len(tp) && fp[i] == tp[i] {
+		i++
+	}
+	var parts []string
+	for range fp[i:] {
+		parts = append(parts, "..")
+	}
+	parts = append(parts, tp[i:]...)
+	return strings.Join(parts, "/")
+}
+
+func splitPath(p string) []string {
+	p = strings.Trim(p, "/")
+	if p == "" {
+		return nil
+	}
+	return strings.Split(p, "/")
+}
+
+func textItem(s string) ToolCallContent {
+	return ToolCallContent{Type: "content", Content: &TextContent{"text", s}}
+}
+
+func diffItems(diffs []capabilities.Diff) []ToolCallContent {
+	var out []ToolCallContent
+	for _, d := range diffs {
+		nt := d.NewText
+		out = append(out, ToolCallContent{Type: "diff", Path: d.Path, OldText: d.OldText, NewText: &nt})
+	}
+	return out
+}
+
+func locations(ls []capabilities.Location) []Location {
+	var out []Location
+	for _, l := range ls {
+		out = append(out, Location{Path: l.Path, Line: l.Line})
+	}
+	return out
+}
+
+func textContent(blocks []session.Block) []ToolCallContent {
+	var out []ToolCallContent
+	for _, b := range blocks {
+		if b.Type == session.BlockText {
+			out = append(out, textItem(b.Text))
+		}
+	}
+	return out
+}
