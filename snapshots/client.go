@@ -23,6 +23,7 @@ type client struct {
 
 	mu          sync.Mutex
 	stdout      bytes.Buffer
+	timeline    []Message
 	nextID      int
 	pending     map[string]chan frame
 	chunks      int
@@ -62,6 +63,7 @@ func (c *client) read(out io.Reader) {
 		if len(line) > 0 {
 			c.mu.Lock()
 			c.stdout.Write(line)
+			c.timeline = append(c.timeline, Message{Line: bytes.TrimSpace(line)})
 			c.mu.Unlock()
 			c.dispatch(bytes.TrimSpace(line))
 		}
@@ -200,6 +202,9 @@ func (c *client) send(v any) {
 	}
 	c.wmu.Lock()
 	defer c.wmu.Unlock()
+	c.mu.Lock()
+	c.timeline = append(c.timeline, Message{Sent: true, Line: b})
+	c.mu.Unlock()
 	_, _ = c.in.Write(append(b, '\n'))
 }
 

@@ -23,6 +23,9 @@ func Main(ctx context.Context, w io.Writer, paths []string, l Launcher, o Option
 	shownDiff := false
 	for _, sc := range all {
 		r := Run(ctx, sc, l, o)
+		if r.Transcript != "" {
+			fmt.Fprintf(w, "── %s ──%s\n", r.Name, r.Transcript)
+		}
 		if r.Passed {
 			passed++
 			fmt.Fprintf(w, "PASS %s\n", r.Name)

@@ -119,6 +119,8 @@ type Result struct {
 	Message string
 	// Diff is a unified diff of the first mismatch.
 	Diff string
+	// Transcript is the readable conversation (with Options.Transcript).
+	Transcript string
 }
 
 // Options tune a run.
@@ -127,6 +129,8 @@ type Options struct {
 	Timeout time.Duration
 	// Update rewrites the goldens of our own scenarios instead of comparing.
 	Update bool
+	// Transcript renders each run as a readable conversation.
+	Transcript bool
 }
 
 // Run plays one scenario and compares what the agent wrote.
@@ -182,6 +186,11 @@ func Run(ctx context.Context, sc *Scenario, l Launcher, o Options) Result {
 	case <-c.readDone:
 	case <-time.After(2 * time.Second):
 	}
+	if o.Transcript {
+		c.mu.Lock()
+		res.Transcript = Transcript(c.timeline)
+		c.mu.Unlock()
+	}
 	if stepErr != nil {
 		res.Message = stepErr.Error() + stderrTail(run.Stderr())
 		return res
@@ -202,7 +211,9 @@ func Run(ctx context.Context, sc *Scenario, l Launcher, o Options) Result {
 		return res
 	}
 	if o.Update {
-		return update(sc, got, logs, cwd, ids)
+		u := update(sc, got, logs, cwd, ids)
+		u.Transcript = res.Transcript
+		return u
 	}
 	goldenRaw, err := os.ReadFile(sc.File("stdout.golden.jsonl"))
 	if err != nil {

@@ -46,6 +46,7 @@ type options struct {
 	replay       bool
 	update       bool
 	subprocess   bool
+	transcript   bool
 	logLevel     string
 	configPath   string
 	paths        []string
@@ -67,6 +68,7 @@ func parse(args []string, stderr io.Writer, getenv func(string) string) (*option
 	fs.Var(&o.children, "model-replay-child", "subagent child log, in child order (repeatable)")
 	fs.BoolVar(&o.replay, "replay", false, "run the scenarios at the given paths and compare with their goldens")
 	fs.BoolVar(&o.update, "update", false, "with --replay: rewrite the goldens of our own scenarios")
+	fs.BoolVar(&o.transcript, "transcript", false, "with --replay: print each run as a readable conversation")
 	fs.BoolVar(&o.subprocess, "replay-subprocess", false, "with --replay: run this binary as a subprocess per scenario instead of in-process")
 	fs.StringVar(&o.logLevel, "log-level", "", "stderr log level: debug, info, warn, error (env DSH_ACP_LOG; default warn)")
 	fs.StringVar(&o.configPath, "config", "", "user config file (default $XDG_CONFIG_HOME/dsh-acp/config.json)")
@@ -164,7 +166,7 @@ func run(args []string, stdin io.Reader, stdout, stderr io.Writer, getenv func(s
 			}
 			l = snapshots.Subprocess{Binary: exe}
 		}
-		ok, err := snapshots.Main(ctx, stdout, o.paths, l, snapshots.Options{Update: o.update})
+		ok, err := snapshots.Main(ctx, stdout, o.paths, l, snapshots.Options{Update: o.update, Transcript: o.transcript})
 		if err != nil {
 			fmt.Fprintln(stderr, "dsh-acp:", err)
 			return 2

@@ -112,7 +112,8 @@ func testFlushThroughLog(t *testing.T, st session.Store) {
 	require.Equal(t, 6, len(got))
 }
 
-func completeTurnAt(first, turn int) []session.Event { // 3 events
+// completeTurnAt returns turn/start, user/message, turn/end from seq first.
+func completeTurnAt(first, turn int) []session.Event {
 	g := NewGen(first)
 	g.TurnStart(turn, "hello")
 	g.TurnEnd(turn)

@@ -10,6 +10,7 @@ import (
 	"net/http/httptest"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -80,6 +81,17 @@ func serveBody(t *testing.T, status int, contentType string, body []byte) (*http
 	return srv, rec
 }
 
+// errorLine is how a golden file records the error ending a stream.
+type errorLine struct {
+	Error errorJSON `json:"error"`
+}
+
+type errorJSON struct {
+	Message string `json:"message"`
+	Code    string `json:"code,omitempty"`
+	Status  int    `json:"status,omitempty"`
+}
+
 // collect drains a stream: each chunk as a JSON line, then the error as a
 // final {"error":{...}} line.
 func collect(t *testing.T, seq func(func(llm.Chunk, error) bool)) ([]string, error) {
@@ -91,10 +103,9 @@ func collect(t *testing.T, seq func(func(llm.Chunk, error) bool)) ([]string, err
 			last = err
 			var le *llm.Error
 			if errors.As(err, &le) {
-				lines = append(lines, string(jsonx.MustMarshal(map[string]any{"error": map[string]any{
-					"message": le.Message, "code": le.Code, "status": le.Status}})))
+				lines = append(lines, string(jsonx.MustMarshal(errorLine{errorJSON{le.Message, le.Code, le.Status}})))
 			} else {
-				lines = append(lines, string(jsonx.MustMarshal(map[string]any{"error": map[string]any{"message": err.Error()}})))
+				lines = append(lines, string(jsonx.MustMarshal(errorLine{errorJSON{Message: err.Error()}})))
 			}
 			continue
 		}
@@ -212,8 +223,8 @@ func TestRequestHeaders(t *testing.T) {
 
 func mustAtoi(t *testing.T, s string) int64 {
 	t.Helper()
-	var n int64
-	require.NoError(t, json.Unmarshal([]byte(s), &n))
+	n, err := strconv.ParseInt(s, 10, 64)
+	require.NoError(t, err)
 	return n
 }
 
@@ -353,4 +364,38 @@ func TestBreakClosesConnection(t *testing.T) {
 	case <-time.After(3 * time.Second):
 		t.Fatal("server did not see the connection close")
 	}
+}
+
+// countingTransport counts the round trips of a custom client.
+type countingTransport struct {
+	mu sync.Mutex
+	n  int
+}
+
+func (c *countingTransport) RoundTrip(r *http.Request) (*http.Response, error) {
+	c.mu.Lock()
+	c.n++
+	c.mu.Unlock()
+	return http.DefaultTransport.RoundTrip(r)
+}
+
+func TestConfigClientAndUserAgent(t *testing.T) {
+	body, err := os.ReadFile(filepath.Join(fixtureDir, "finish-length.sse"))
+	require.NoError(t, err)
+	srv, rec := serveBody(t, 200, "text/event-stream", body)
+	tr := &countingTransport{}
+	p := New(Config{BaseURL: srv.URL, HTTPClient: &http.Client{Transport: tr}, UserAgent: "custom/9"})
+	_, err = collect(t, p.Stream(context.Background(), simpleRequest()))
+	require.NoError(t, err)
+	tr.mu.Lock()
+	require.Equal(t, 1, tr.n)
+	tr.mu.Unlock()
+	got := rec.only(t)
+	require.Equal(t, "custom/9", got.header.Get("User-Agent"))
+	require.Empty(t, got.header.Values("Authorization"))
+
+	srv2, rec2 := serveBody(t, 200, "text/event-stream", body)
+	_, err = collect(t, New(Config{BaseURL: srv2.URL}).Stream(context.Background(), simpleRequest()))
+	require.NoError(t, err)
+	require.Equal(t, "dsh-acp/"+DefaultVersion, rec2.only(t).header.Get("User-Agent"))
 }

@@ -16,16 +16,16 @@ const noOutput = "(no output)"
 // chatRequest is the /chat/completions body in the contract's key order
 // (session-log contract § 8). Optional keys are omitted when unset.
 type chatRequest struct {
-	Model           string          `json:"model"`
-	Messages        []any           `json:"messages"`
-	Stream          bool            `json:"stream"`
-	StreamOptions   streamOptions   `json:"stream_options"`
-	Thinking        *Thinking       `json:"thinking,omitempty"`
-	ReasoningEffort string          `json:"reasoning_effort,omitempty"`
-	Tools           []wireTool      `json:"tools,omitempty"`
-	Temperature     *float64        `json:"temperature,omitempty"`
-	MaxTokens       *int            `json:"max_tokens,omitempty"`
-	Stop            []string        `json:"stop,omitempty"`
+	Model           string        `json:"model"`
+	Messages        []any         `json:"messages"`
+	Stream          bool          `json:"stream"`
+	StreamOptions   streamOptions `json:"stream_options"`
+	Thinking        *Thinking     `json:"thinking,omitempty"`
+	ReasoningEffort string        `json:"reasoning_effort,omitempty"`
+	Tools           []wireTool    `json:"tools,omitempty"`
+	Temperature     *float64      `json:"temperature,omitempty"`
+	MaxTokens       *int          `json:"max_tokens,omitempty"`
+	Stop            []string      `json:"stop,omitempty"`
 }
 
 type streamOptions struct {
