@@ -18,7 +18,7 @@ test:
 
 ## demo: a keyless replay of a recorded session, shown as a transcript.
 demo: build
-	$(GO) run ./snapshots/cmd/transcript --binary $(BIN) snapshots/testdata/demo/read-edit-run
+	$(BIN) --replay --transcript snapshots/testdata/demo
 
 ## snapshots: replay our own scenario corpus.
 snapshots: build

@@ -24,6 +24,7 @@ import (
 	"github.com/dsh-acp/dsh-acp/composition"
 	"github.com/dsh-acp/dsh-acp/session"
 	"github.com/dsh-acp/dsh-acp/session/jsonl"
+	"github.com/dsh-acp/dsh-acp/session/sqlite"
 	"github.com/dsh-acp/dsh-acp/snapshots"
 )
 
@@ -236,6 +237,11 @@ func openStore(kind, root string) (session.Store, error) {
 	switch kind {
 	case "", "jsonl":
 		return jsonl.Open(root)
+	case "sqlite":
+		if err := os.MkdirAll(root, 0o700); err != nil {
+			return nil, err
+		}
+		return sqlite.Open(filepath.Join(root, "sessions.db"))
 	}
 	return nil, fmt.Errorf("store %q is not available in this build", kind)
 }

@@ -8,8 +8,9 @@ import (
 	"encoding/json"
 )
 
-// Marshal encodes v like json.Marshal but without HTML escaping and without
-// a trailing newline.
+// Marshal encodes v like json.Marshal but without HTML escaping (and with
+// U+2028/U+2029 literal, as JavaScript writes them) and without a trailing
+// newline.
 func Marshal(v any) ([]byte, error) {
 	var buf bytes.Buffer
 	enc := json.NewEncoder(&buf)
@@ -18,7 +19,12 @@ func Marshal(v any) ([]byte, error) {
 		return nil, err
 	}
 	b := buf.Bytes()
-	return b[:len(b)-1], nil
+	b = b[:len(b)-1]
+	if bytes.Contains(b, []byte(`\u202`)) {
+		// encoding/json always escapes U+2028/U+2029; JavaScript does not.
+		b = UnescapeHTML(b)
+	}
+	return b, nil
 }
 
 // MustMarshal is Marshal for values that cannot fail to encode (structs of

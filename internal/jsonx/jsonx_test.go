@@ -22,3 +22,9 @@ func TestUnescapeHTMLRespectsEscapedBackslash(t *testing.T) {
 	require.NoError(t, json.Unmarshal(got, &back))
 	require.Equal(t, []string{"<x>", `\u003c`, "a&b\u2028"}, back)
 }
+
+func TestMarshalKeepsLineSeparatorsLiteral(t *testing.T) {
+	b, err := Marshal("a\u2028b\u2029c")
+	require.NoError(t, err)
+	require.Equal(t, "\"a\u2028b\u2029c\"", string(b))
+}

@@ -1,0 +1,109 @@
+package snapshots
+
+import (
+	"context"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+)
+
+// corpusRoot locates ../shared/upstream relative to the repository.
+func corpusRoot(t *testing.T) string {
+	t.Helper()
+	root, err := filepath.Abs(filepath.Join("..", "..", "shared", "upstream"))
+	require.NoError(t, err)
+	if _, err := os.Stat(filepath.Join(root, "scenarios.json")); err != nil {
+		t.Skipf("upstream corpus not found at %s (CI keeps ../shared beside the clone): %v", root, err)
+	}
+	return root
+}
+
+// mustPass lists the upstream scenarios this build replays byte for byte;
+// a regression in any of them fails `make test`. The rest of the corpus is
+// tracked by `make conformance`.
+var mustPass = []string{
+	"acp-agent/handshake",
+	"acp-agent/reject-extra-dirs",
+	"acp-agent/text-turn",
+	"acp-agent/cancel",
+	"acp-agent/error-finish",
+	"acp-agent/todo-plan",
+}
+
+func TestUpstreamScenariosReplayInProcess(t *testing.T) {
+	root := corpusRoot(t)
+	for _, name := range mustPass {
+		t.Run(name, func(t *testing.T) {
+			t.Parallel()
+			sc, err := Load(filepath.Join(root, name))
+			require.NoError(t, err)
+			r := Run(context.Background(), sc, InProcess{Version: "test"}, Options{Timeout: 30 * time.Second})
+			require.True(t, r.Passed, "%s\n%s", r.Message, r.Diff)
+		})
+	}
+}
+
+// TestSubprocessOverRealStdio builds the real binary and drives it the way
+// an editor does: `dsh-acp --composition acp-agent --sessions-root D
+// --model-replay S` over its stdin/stdout.
+func TestSubprocessOverRealStdio(t *testing.T) {
+	root := corpusRoot(t)
+	bin := filepath.Join(t.TempDir(), "dsh-acp")
+	out, err := exec.Command("go", "build", "-o", bin, "../cmd/dsh-acp").CombinedOutput()
+	require.NoError(t, err, "%s", out)
+	for _, name := range []string{"acp-agent/handshake", "acp-agent/reject-extra-dirs", "acp-agent/text-turn"} {
+		sc, err := Load(filepath.Join(root, name))
+		require.NoError(t, err)
+		r := Run(context.Background(), sc, Subprocess{Binary: bin}, Options{Timeout: 30 * time.Second})
+		require.True(t, r.Passed, "%s: %s\n%s", name, r.Message, r.Diff)
+	}
+}
+
+// TestReplayDetectsMismatch makes sure the comparison can fail: a golden
+// with one changed byte must be reported with a diff.
+func TestReplayDetectsMismatch(t *testing.T) {
+	root := corpusRoot(t)
+	dir := t.TempDir()
+	require.NoError(t, copyTree(filepath.Join(root, "acp-agent", "text-turn"), dir))
+	golden := filepath.Join(dir, "stdout.golden.jsonl")
+	data, err := os.ReadFile(golden)
+	require.NoError(t, err)
+	i := strings.LastIndex(string(data), `"text":"ONG"`)
+	require.Positive(t, i)
+	changed := string(data[:i]) + `"text":"ING"` + string(data[i+len(`"text":"ONG"`):])
+	require.NoError(t, os.WriteFile(golden, []byte(changed), 0o644))
+	require.NoError(t, os.WriteFile(filepath.Join(dir, "scenario.json"), []byte(`{"composition":"acp-agent","hasModelTurn":true}`), 0o644))
+	sc, err := Load(dir)
+	require.NoError(t, err)
+	r := Run(context.Background(), sc, InProcess{}, Options{Timeout: 30 * time.Second})
+	require.False(t, r.Passed)
+	require.Contains(t, r.Diff, `-{"jsonrpc":"2.0","method":"session/update","params":{"sessionId":"{{sessionId}}","update":{"sessionUpdate":"agent_message_chunk","content":{"type":"text","text":"ING"}}}}`)
+	require.Contains(t, r.Diff, `+{"jsonrpc":"2.0","method":"session/update","params":{"sessionId":"{{sessionId}}","update":{"sessionUpdate":"agent_message_chunk","content":{"type":"text","text":"ONG"}}}}`)
+}
+
+// TestOwnScenarios replays our own corpus (snapshots/testdata).
+func TestOwnScenarios(t *testing.T) {
+	scs, err := Discover("testdata")
+	require.NoError(t, err)
+	for _, sc := range scs {
+		t.Run(sc.Name(), func(t *testing.T) {
+			t.Parallel()
+			r := Run(context.Background(), sc, InProcess{Version: "test"}, Options{Timeout: 30 * time.Second})
+			require.True(t, r.Passed, "%s\n%s", r.Message, r.Diff)
+		})
+	}
+}
+
+func TestUpdateRefusesUpstreamCorpus(t *testing.T) {
+	root := corpusRoot(t)
+	sc, err := Load(filepath.Join(root, "acp-agent", "handshake"))
+	require.NoError(t, err)
+	r := Run(context.Background(), sc, InProcess{}, Options{Update: true})
+	require.False(t, r.Passed)
+	require.Contains(t, r.Message, "refusing --update")
+}
