@@ -45,12 +45,22 @@ func (s *Session) Prompt(ctx context.Context, text string) session.EndReason {
 	turn := session.LastTurn(s.log.Events()) + 1
 	s.log.Append(session.TypeTurnStart, session.TurnStart{Turn: turn, Trigger: session.Trigger{Kind: "message", Source: session.UserSource}})
 	s.log.Append(session.TypeUserMessage, session.Message{Content: []session.Block{session.TextBlock(text)}, Source: session.UserSource})
+	s.persist(ctx)
 	reason := s.runSteps(turnCtx, turn)
 	s.log.Append(session.TypeTurnEnd, session.TurnEnd{Turn: turn, Reason: reason})
-	if err := s.log.Flush(context.WithoutCancel(ctx)); err != nil {
-		s.rt.cfg.Log.Error().Err(err).Str("session", s.ID()).Msg("persist turn")
-	}
+	s.persist(ctx)
 	return reason
+}
+
+// persist flushes the log to the store. Besides every turn/end (upstream's
+// only durable point), the loop persists after the user's message, after
+// each assistant message and after each tool result, so a crash loses at
+// most the chunks of one streaming step and crash repair can close the
+// turn on the next load.
+func (s *Session) persist(ctx context.Context) {
+	if err := s.log.Flush(context.WithoutCancel(ctx)); err != nil {
+		s.rt.cfg.Log.Error().Err(err).Str("session", s.ID()).Msg("persist session log")
+	}
 }
 
 // abortReasonLocked returns the end reason for an aborted turn.
@@ -121,6 +131,7 @@ func (s *Session) runSteps(ctx context.Context, turn int) session.EndReason {
 				opts = append(opts, session.WithSourceSeqs(seqs))
 			}
 			s.log.Append(session.TypeAssistantMessage, msg, opts...)
+			s.persist(ctx)
 		}
 
 		calls := 0
@@ -134,6 +145,7 @@ func (s *Session) runSteps(ctx context.Context, turn int) session.EndReason {
 			s.log.Append(session.TypeToolResult, session.ToolResult{
 				Turn: turn, Step: step, CallID: b.ID, Content: out.Content, IsError: out.IsError, Error: out.Error, Meta: out.Meta,
 			}, session.WithSourceSeqs([]int{callEv.Seq}))
+			s.persist(ctx)
 			if ctx.Err() != nil {
 				break
 			}

@@ -8,7 +8,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"os"
-	"sort"
 	"strings"
 
 	"github.com/dsh-acp/dsh-acp/agent"
@@ -174,16 +173,26 @@ func (c Composition) Has(family string) bool {
 	return false
 }
 
-// Missing lists mounted tool families this build does not implement yet.
-func (c Composition) Missing() []string {
-	var out []string
-	for _, t := range c.Tools {
-		if t != FamilyTodo {
-			out = append(out, t)
-		}
+// Features this build does not implement yet; the replay harness names
+// them when a scenario that needs one fails.
+const (
+	FeatureHooks       = "hooks (Claude Code / Codex hook bridges)"
+	FeatureApproval    = "approval service"
+	FeatureSandbox     = "sandbox executor and its config options"
+	FeatureModes       = "session modes (plan mode)"
+	FeatureCodeMode    = "run_code (code tool mode)"
+	FeatureSubagents   = "subagents"
+	FeatureWorkflow    = "workflow tool"
+	FeatureRepeatGuard = "repeat-tool guard"
+)
+
+// Built reports whether this build implements feature.
+func Built(feature string) bool {
+	switch feature {
+	case FeatureHooks, FeatureApproval, FeatureSandbox, FeatureModes, FeatureCodeMode, FeatureSubagents, FeatureWorkflow, FeatureRepeatGuard:
+		return false
 	}
-	sort.Strings(out)
-	return out
+	return true
 }
 
 // Registry builds a session's tool registry.
