@@ -3,7 +3,6 @@ package snapshots
 import (
 	"context"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -53,9 +52,7 @@ func TestUpstreamScenariosReplayInProcess(t *testing.T) {
 // --model-replay S` over its stdin/stdout.
 func TestSubprocessOverRealStdio(t *testing.T) {
 	root := corpusRoot(t)
-	bin := filepath.Join(t.TempDir(), "dsh-acp")
-	out, err := exec.Command("go", "build", "-o", bin, "../cmd/dsh-acp").CombinedOutput()
-	require.NoError(t, err, "%s", out)
+	bin := binary(t)
 	for _, name := range []string{"acp-agent/handshake", "acp-agent/reject-extra-dirs", "acp-agent/text-turn"} {
 		sc, err := Load(filepath.Join(root, name))
 		require.NoError(t, err)

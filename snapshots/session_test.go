@@ -1,0 +1,224 @@
+package snapshots
+
+import (
+	"context"
+	"encoding/json"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/rs/zerolog"
+	"github.com/stretchr/testify/require"
+
+	"github.com/dsh-acp/dsh-acp/agent/llm/replay"
+	"github.com/dsh-acp/dsh-acp/composition"
+	"github.com/dsh-acp/dsh-acp/session"
+	"github.com/dsh-acp/dsh-acp/session/jsonl"
+	"github.com/dsh-acp/dsh-acp/session/sqlite"
+)
+
+// serveInProcess starts one server over pipes with the given store and
+// returns a client for it and a function that closes stdin and waits.
+func serveInProcess(t *testing.T, store session.Store, modelLog string) (*client, func()) {
+	t.Helper()
+	comp, ok := composition.Builtin("acp-agent")
+	require.True(t, ok)
+	provider, err := replay.New(modelLog, "", nil)
+	require.NoError(t, err)
+	srv := comp.NewServer(composition.ServerOptions{Provider: provider, Store: store, Log: zerolog.Nop(), Version: "test"})
+	inR, inW := io.Pipe()
+	outR, outW := io.Pipe()
+	done := make(chan struct{})
+	go func() {
+		_ = srv.Serve(context.Background(), inR, outW)
+		_ = outW.Close()
+		close(done)
+	}()
+	c := newClient(inW, outR, Input{})
+	return c, func() {
+		_ = inW.Close()
+		select {
+		case <-done:
+		case <-time.After(10 * time.Second):
+			t.Fatal("server did not stop after stdin closed")
+		}
+	}
+}
+
+func callOK(t *testing.T, c *client, method string, params any) json.RawMessage {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	f, err := c.call(ctx, method, params)
+	require.NoError(t, err)
+	require.Nil(t, f.Error, "%s: %s", method, f.Error)
+	return f.Result
+}
+
+func callErr(t *testing.T, c *client, method string, params any) string {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	f, err := c.call(ctx, method, params)
+	require.NoError(t, err)
+	require.NotNil(t, f.Error, "%s unexpectedly succeeded: %s", method, f.Result)
+	return string(f.Error)
+}
+
+// updates returns the session/update payloads the client received.
+func updates(c *client) []string {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	var out []string
+	for _, m := range c.timeline {
+		var f struct {
+			Method string `json:"method"`
+			Params struct {
+				Update json.RawMessage `json:"update"`
+			} `json:"params"`
+		}
+		if !m.Sent && json.Unmarshal(m.Line, &f) == nil && f.Method == "session/update" {
+			out = append(out, string(f.Params.Update))
+		}
+	}
+	return out
+}
+
+func TestLoadReplaysSessionFromEachStore(t *testing.T) {
+	root := corpusRoot(t)
+	model := filepath.Join(root, "acp-agent", "text-turn", "session.jsonl")
+	stores := map[string]func(t *testing.T, dir string) session.Store{
+		"jsonl": func(t *testing.T, dir string) session.Store {
+			s, err := jsonl.Open(dir)
+			require.NoError(t, err)
+			return s
+		},
+		"sqlite": func(t *testing.T, dir string) session.Store {
+			s, err := sqlite.Open(filepath.Join(dir, "sessions.db"))
+			require.NoError(t, err)
+			return s
+		},
+	}
+	for name, open := range stores {
+		t.Run(name, func(t *testing.T) {
+			dir, cwd := t.TempDir(), t.TempDir()
+			store := open(t, dir)
+			c, stop := serveInProcess(t, store, model)
+			callOK(t, c, "initialize", map[string]any{"protocolVersion": 1, "clientCapabilities": map[string]any{}})
+			var created struct {
+				SessionID string `json:"sessionId"`
+			}
+			require.NoError(t, json.Unmarshal(callOK(t, c, "session/new", map[string]any{"cwd": cwd, "mcpServers": []any{}}), &created))
+			callOK(t, c, "session/prompt", promptParams(created.SessionID, "Reply with PONG."))
+			live := updates(c)
+			stop()
+			require.NoError(t, store.Close())
+
+			store = open(t, dir)
+			defer store.Close()
+			c2, stop2 := serveInProcess(t, store, model)
+			defer stop2()
+			callOK(t, c2, "initialize", map[string]any{"protocolVersion": 1, "clientCapabilities": map[string]any{}})
+			require.Contains(t, callErr(t, c2, "session/load", map[string]any{"sessionId": created.SessionID, "cwd": "/elsewhere", "mcpServers": []any{}}),
+				`"message":"Invalid params: session `+created.SessionID+` cwd mismatch: persisted `+cwd+`, requested /elsewhere"`)
+			require.Contains(t, callErr(t, c2, "session/load", map[string]any{"sessionId": "00000000-0000-4000-8000-000000000000", "cwd": cwd, "mcpServers": []any{}}),
+				`{"code":-32603,"message":"Internal error","data":{"details":"session \"00000000-0000-4000-8000-000000000000\" not found"}}`)
+			res := callOK(t, c2, "session/load", map[string]any{"sessionId": created.SessionID, "cwd": cwd, "mcpServers": []any{}})
+			require.JSONEq(t, `{}`, string(res))
+			loaded := updates(c2)
+			require.Equal(t, append([]string{`{"sessionUpdate":"user_message_chunk","content":{"type":"text","text":"Reply with PONG."}}`}, live...), loaded)
+			require.Contains(t, callErr(t, c2, "session/load", map[string]any{"sessionId": created.SessionID, "cwd": cwd, "mcpServers": []any{}}),
+				"is already loaded")
+			// The loaded session keeps working: a new prompt continues the log.
+			callOK(t, c2, "session/prompt", promptParams(created.SessionID, "Again?"))
+		})
+	}
+}
+
+var (
+	buildOnce sync.Once
+	builtBin  string
+	buildErr  error
+)
+
+// binary builds cmd/dsh-acp once per test run.
+func binary(t *testing.T) string {
+	t.Helper()
+	buildOnce.Do(func() {
+		dir, err := os.MkdirTemp("", "dsh-acp-bin-")
+		if err != nil {
+			buildErr = err
+			return
+		}
+		builtBin = filepath.Join(dir, "dsh-acp")
+		out, err := exec.Command("go", "build", "-o", builtBin, "../cmd/dsh-acp").CombinedOutput()
+		if err != nil {
+			buildErr = err
+			builtBin = string(out)
+		}
+	})
+	require.NoError(t, buildErr, builtBin)
+	return builtBin
+}
+
+// startBinary runs dsh-acp over real stdio.
+func startBinary(t *testing.T, cwd string, args ...string) (*exec.Cmd, *client) {
+	t.Helper()
+	cmd := exec.Command(binary(t), args...)
+	cmd.Dir = cwd
+	cmd.Stderr = os.Stderr
+	in, err := cmd.StdinPipe()
+	require.NoError(t, err)
+	out, err := cmd.StdoutPipe()
+	require.NoError(t, err)
+	require.NoError(t, cmd.Start())
+	t.Cleanup(func() { _ = cmd.Process.Kill(); _ = cmd.Wait() })
+	return cmd, newClient(in, out, Input{})
+}
+
+// TestCrashMidTurnIsRepairedOnLoad kills the real process while a turn
+// streams, then loads the session in a new process: the open turn is
+// closed as interrupted, durably, and the user's prompt is not lost.
+func TestCrashMidTurnIsRepairedOnLoad(t *testing.T) {
+	root := corpusRoot(t)
+	cancelDir := filepath.Join(root, "acp-agent", "cancel")
+	sessions, cwd := t.TempDir(), t.TempDir()
+	cmd, c := startBinary(t, cwd, "--composition", "acp-agent", "--sessions-root", sessions,
+		"--model-replay", filepath.Join(cancelDir, "session.jsonl"), "--model-replay-override", filepath.Join(cancelDir, "replay.override.json"))
+	callOK(t, c, "initialize", map[string]any{"protocolVersion": 1, "clientCapabilities": map[string]any{}})
+	var created struct {
+		SessionID string `json:"sessionId"`
+	}
+	require.NoError(t, json.Unmarshal(callOK(t, c, "session/new", map[string]any{"cwd": cwd, "mcpServers": []any{}}), &created))
+	c.request("session/prompt", promptParams(created.SessionID, "Start a long task."))
+	select {
+	case <-c.chunkSignal:
+	case <-time.After(10 * time.Second):
+		t.Fatal("no agent_message_chunk before the crash")
+	}
+	require.NoError(t, cmd.Process.Kill())
+	_ = cmd.Wait()
+
+	model := filepath.Join(root, "acp-agent", "text-turn", "session.jsonl")
+	_, c2 := startBinary(t, cwd, "--composition", "acp-agent", "--sessions-root", sessions, "--model-replay", model)
+	callOK(t, c2, "initialize", map[string]any{"protocolVersion": 1, "clientCapabilities": map[string]any{}})
+	callOK(t, c2, "session/load", map[string]any{"sessionId": created.SessionID, "cwd": cwd, "mcpServers": []any{}})
+	require.Equal(t, []string{`{"sessionUpdate":"user_message_chunk","content":{"type":"text","text":"Start a long task."}}`}, updates(c2))
+
+	files, err := filepath.Glob(filepath.Join(sessions, "*", created.SessionID+".jsonl"))
+	require.NoError(t, err)
+	require.Len(t, files, 1)
+	data, err := os.ReadFile(files[0])
+	require.NoError(t, err)
+	lines := strings.Split(strings.TrimSpace(string(data)), "\n")
+	require.Len(t, lines, 4, string(data))
+	require.Contains(t, lines[1], `"type":"turn/start","seq":0`)
+	require.Contains(t, lines[2], `"type":"user/message","seq":1`)
+	require.Contains(t, lines[3], `"type":"turn/end","seq":2`)
+	require.Contains(t, lines[3], `"data":{"turn":1,"reason":{"kind":"interrupted"}}`)
+}
