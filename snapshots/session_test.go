@@ -147,7 +147,7 @@ var (
 )
 
 // binary builds cmd/dsh-acp once per test run.
-func binary(t *testing.T) string {
+func binary(t testing.TB) string {
 	t.Helper()
 	buildOnce.Do(func() {
 		dir, err := os.MkdirTemp("", "dsh-acp-bin-")
