@@ -1,0 +1,187 @@
+package main
+
+import (
+	"bufio"
+	"bytes"
+	"encoding/json"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+)
+
+func env(m map[string]string) func(string) string {
+	return func(k string) string { return m[k] }
+}
+
+func TestFlagValidation(t *testing.T) {
+	var stderr bytes.Buffer
+	cases := map[string][]string{
+		"--replay needs at least one scenario path":                            {"--replay"},
+		"--update only applies with --replay":                                  {"--update"},
+		"--model-replay-override and --model-replay-child need --model-replay": {"--model-replay-override", "x.json"},
+		`unexpected arguments ["stray"] (did you mean --replay?)`:              {"stray"},
+		"composition \"nope\" is neither a built-in":                           {"--composition", "nope", "--sessions-root", t.TempDir()},
+		"llm-replay: fixture not found: /does/not/exist.jsonl":                 {"--model-replay", "/does/not/exist.jsonl", "--sessions-root", t.TempDir()},
+	}
+	for want, args := range cases {
+		stderr.Reset()
+		code := run(args, strings.NewReader(""), io.Discard, &stderr, env(map[string]string{"HOME": t.TempDir()}))
+		require.NotZero(t, code, "%v", args)
+		require.Contains(t, stderr.String(), want, "%v", args)
+	}
+}
+
+func TestVersion(t *testing.T) {
+	var out bytes.Buffer
+	require.Equal(t, 0, run([]string{"--version"}, nil, &out, io.Discard, env(nil)))
+	require.Equal(t, "dsh-acp "+version+"\n", out.String())
+}
+
+// editor drives run() over pipes like an editor would.
+type editor struct {
+	t     *testing.T
+	in    io.WriteCloser
+	lines chan string
+	done  chan int
+}
+
+func start(t *testing.T, args []string, e map[string]string) *editor {
+	t.Helper()
+	inR, inW := io.Pipe()
+	outR, outW := io.Pipe()
+	s := &editor{t: t, in: inW, lines: make(chan string, 1000), done: make(chan int, 1)}
+	go func() {
+		s.done <- run(args, inR, outW, io.Discard, env(e))
+		_ = outW.Close()
+	}()
+	go func() {
+		sc := bufio.NewScanner(outR)
+		sc.Buffer(make([]byte, 1<<20), 1<<26)
+		for sc.Scan() {
+			s.lines <- sc.Text()
+		}
+		close(s.lines)
+	}()
+	t.Cleanup(func() { _ = inW.Close() })
+	return s
+}
+
+func (s *editor) send(line string) {
+	_, err := s.in.Write([]byte(line + "\n"))
+	require.NoError(s.t, err)
+}
+
+// until reads lines until one contains want, returning all lines read.
+func (s *editor) until(want string) []string {
+	var got []string
+	timeout := time.After(10 * time.Second)
+	for {
+		select {
+		case l, ok := <-s.lines:
+			if !ok {
+				s.t.Fatalf("stdout ended before %q; got %v", want, got)
+			}
+			got = append(got, l)
+			if strings.Contains(l, want) {
+				return got
+			}
+		case <-timeout:
+			s.t.Fatalf("timed out waiting for %q; got %v", want, got)
+		}
+	}
+}
+
+func TestMissingKeyFailsPromptWithInstructions(t *testing.T) {
+	cwd := t.TempDir()
+	s := start(t, []string{"--sessions-root", t.TempDir()}, map[string]string{"HOME": t.TempDir()})
+	s.send(`{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":1,"clientCapabilities":{}}}`)
+	s.until(`"id":0`)
+	s.send(`{"jsonrpc":"2.0","id":1,"method":"session/new","params":{"cwd":"` + cwd + `","mcpServers":[]}}`)
+	var sid string
+	lines := s.until(`"id":1`)
+	var r struct {
+		Result struct {
+			SessionID string `json:"sessionId"`
+		} `json:"result"`
+	}
+	require.NoError(t, json.Unmarshal([]byte(lines[len(lines)-1]), &r))
+	sid = r.Result.SessionID
+	s.send(`{"jsonrpc":"2.0","id":2,"method":"session/prompt","params":{"sessionId":"` + sid + `","prompt":[{"type":"text","text":"hi"}]}}`)
+	lines = s.until(`"id":2`)
+	require.Equal(t, `{"jsonrpc":"2.0","id":2,"error":{"code":-32603,"message":"Internal error: turn failed: no API key: set DEEPSEEK_API_KEY in the environment dsh-acp runs in (for Zed: the \"env\" of the agent_servers entry)"}}`, lines[len(lines)-1])
+}
+
+// TestLiveProviderAgainstDeepSeekSSE serves a recorded DeepSeek SSE stream
+// from an httptest server and checks the whole path: request to the API,
+// chunks to session/update, the stop reason, and the persisted log.
+func TestLiveProviderAgainstDeepSeekSSE(t *testing.T) {
+	sse, err := os.ReadFile(filepath.Join("..", "..", "fixtures", "deepseek", "reasoning-text.sse"))
+	require.NoError(t, err)
+	var mu sync.Mutex
+	var bodies []string
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		b, _ := io.ReadAll(r.Body)
+		mu.Lock()
+		bodies = append(bodies, string(b))
+		mu.Unlock()
+		require.Equal(t, "/chat/completions", r.URL.Path)
+		require.Equal(t, "Bearer sk-test", r.Header.Get("Authorization"))
+		w.Header().Set("Content-Type", "text/event-stream")
+		_, _ = w.Write(sse)
+	}))
+	defer srv.Close()
+
+	cwd, sessions := t.TempDir(), t.TempDir()
+	s := start(t, []string{"--sessions-root", sessions}, map[string]string{
+		"HOME": t.TempDir(), "DEEPSEEK_API_KEY": "sk-test", "DEEPSEEK_BASE_URL": srv.URL,
+	})
+	s.send(`{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":1,"clientCapabilities":{}}}`)
+	require.Contains(t, s.until(`"id":0`)[0], `"agentInfo":{"name":"dsh-acp"`)
+	s.send(`{"jsonrpc":"2.0","id":1,"method":"session/new","params":{"cwd":"` + cwd + `","mcpServers":[]}}`)
+	lines := s.until(`"id":1`)
+	var r struct {
+		Result struct {
+			SessionID string `json:"sessionId"`
+		} `json:"result"`
+	}
+	require.NoError(t, json.Unmarshal([]byte(lines[len(lines)-1]), &r))
+	s.send(`{"jsonrpc":"2.0","id":2,"method":"session/prompt","params":{"sessionId":"` + r.Result.SessionID + `","prompt":[{"type":"text","text":"Say hello"}]}}`)
+	lines = s.until(`"id":2`)
+	require.Equal(t, `{"jsonrpc":"2.0","id":2,"result":{"stopReason":"end_turn"}}`, lines[len(lines)-1])
+	var thought, message int
+	for _, l := range lines {
+		thought += strings.Count(l, `"agent_thought_chunk"`)
+		message += strings.Count(l, `"agent_message_chunk"`)
+	}
+	require.Positive(t, thought)
+	require.Positive(t, message)
+
+	mu.Lock()
+	require.Len(t, bodies, 1)
+	require.Contains(t, bodies[0], `"messages":[{"role":"system","content":"You are dsh-acp`)
+	require.Contains(t, bodies[0], `{"role":"user","content":"Say hello"}`)
+	require.Contains(t, bodies[0], `"stream":true,"stream_options":{"include_usage":true}`)
+	mu.Unlock()
+
+	_ = s.in.Close()
+	select {
+	case code := <-s.done:
+		require.Equal(t, 0, code)
+	case <-time.After(10 * time.Second):
+		t.Fatal("server did not exit at EOF")
+	}
+	files, _ := filepath.Glob(filepath.Join(sessions, "*", r.Result.SessionID+".jsonl"))
+	require.Len(t, files, 1)
+	data, err := os.ReadFile(files[0])
+	require.NoError(t, err)
+	require.Contains(t, string(data), `"type":"turn/end"`)
+	require.Contains(t, string(data), `"reason":{"kind":"completed"}`)
+}
