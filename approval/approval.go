@@ -1,0 +1,165 @@
+// Package approval is the seam through which a tool asks the user before
+// doing something risky. A request always resolves to one Outcome, never an
+// error; both the question and the decision are recorded in the session log
+// (approval/asked, approval/decided).
+package approval
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"github.com/dsh-acp/dsh-acp/session"
+)
+
+// Outcome is how an approval request resolved.
+type Outcome string
+
+// Outcomes.
+const (
+	AllowedOnce Outcome = "allowed-once"
+	Rejected    Outcome = "rejected"
+	Cancelled   Outcome = "cancelled"
+	Unavailable Outcome = "unavailable"
+)
+
+// Policies.
+const (
+	PolicyAsk   = "ask"
+	PolicyNever = "never"
+)
+
+// Request is one thing a tool wants approved.
+type Request struct {
+	ToolName string
+	CallID   string
+	Reason   string
+}
+
+// Answerer asks someone (the editor's user) to decide. It returns ok=false
+// when it does not answer for this session, so the next answerer is asked.
+type Answerer interface {
+	Answer(ctx context.Context, sessionID string, req Request) (outcome Outcome, ok bool, err error)
+}
+
+// Service resolves approval requests for sessions.
+type Service struct {
+	answerers     []Answerer
+	defaultPolicy string
+	newID         func() string
+}
+
+// NewService returns a service with the composition's default policy.
+func NewService(defaultPolicy string, newID func() string, answerers ...Answerer) *Service {
+	return &Service{answerers: answerers, defaultPolicy: defaultPolicy, newID: newID}
+}
+
+// AddAnswerer appends an answerer to the chain.
+func (s *Service) AddAnswerer(a Answerer) { s.answerers = append(s.answerers, a) }
+
+// DefaultPolicy is the composition's policy before any switch.
+func (s *Service) DefaultPolicy() string { return s.defaultPolicy }
+
+// Policy returns the effective policy of a log: its last approval/policy
+// event, else the default.
+func (s *Service) Policy(events []session.Event) string {
+	return Fold(events, s.defaultPolicy)
+}
+
+// Fold returns the last approval/policy in events, else def.
+func Fold(events []session.Event, def string) string {
+	for i := len(events) - 1; i >= 0; i-- {
+		if events[i].Type == session.TypeApprovalPolicy {
+			var p struct {
+				Policy string `json:"policy"`
+			}
+			if events[i].Decode(&p) == nil {
+				return p.Policy
+			}
+		}
+	}
+	return def
+}
+
+// ErrNoOpenTurn is returned (a programming error) when a request is made
+// outside a turn.
+var ErrNoOpenTurn = errors.New("approval requested outside an open turn")
+
+type asked struct {
+	ID       string `json:"id"`
+	ToolName string `json:"toolName"`
+	CallID   string `json:"callId,omitempty"`
+	Reason   string `json:"reason,omitempty"`
+}
+
+type decided struct {
+	ID      string  `json:"id"`
+	Outcome Outcome `json:"outcome"`
+}
+
+// Request asks for approval on behalf of the session owning log. The
+// policy "never" rejects without asking; an answerer that fails or gives an
+// unknown answer yields Unavailable; cancelling ctx yields Cancelled.
+func (s *Service) Request(ctx context.Context, log *session.Log, req Request) (Outcome, error) {
+	if !session.TurnOpen(log.Events()) {
+		return Unavailable, fmt.Errorf("%w (session %s)", ErrNoOpenTurn, log.ID())
+	}
+	id := s.newID()
+	log.Append(session.TypeApprovalAsked, asked{ID: id, ToolName: req.ToolName, CallID: req.CallID, Reason: req.Reason})
+	out := s.decide(ctx, log, req)
+	log.Append(session.TypeApprovalDecided, decided{ID: id, Outcome: out})
+	return out, nil
+}
+
+func (s *Service) decide(ctx context.Context, log *session.Log, req Request) Outcome {
+	if ctx.Err() != nil {
+		return Cancelled
+	}
+	if s.Policy(log.Events()) == PolicyNever {
+		return Rejected
+	}
+	for _, a := range s.answerers {
+		type answer struct {
+			out Outcome
+			ok  bool
+			err error
+		}
+		ch := make(chan answer, 1)
+		go func() {
+			o, ok, err := a.Answer(ctx, log.ID(), req)
+			ch <- answer{o, ok, err}
+		}()
+		select {
+		case <-ctx.Done():
+			return Cancelled
+		case ans := <-ch:
+			if ans.err != nil {
+				return Unavailable
+			}
+			if !ans.ok {
+				continue
+			}
+			switch ans.out {
+			case AllowedOnce, Rejected, Cancelled, Unavailable:
+				return ans.out
+			}
+			return Unavailable
+		}
+	}
+	return Unavailable
+}
+
+// NeverSection is the prompt text of the approval:policy section when the
+// policy is never (empty otherwise).
+const NeverSection = "Approval prompts are off in this session: anything that needs the user's approval is rejected " +
+	"automatically, so do not ask for sandbox escalation (leave `sandbox_permissions` unset)."
+
+// Narration returns the notice for a policy change the model has not been
+// told about.
+func Narration(told, current string, byUser bool) string {
+	cause := "changed by the operator/config"
+	if byUser {
+		cause = "changed by the user"
+	}
+	return fmt.Sprintf("The approval policy changed from %q to %q (%s).", told, current, cause)
+}
