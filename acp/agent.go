@@ -26,6 +26,10 @@ type Session interface {
 	Log() *session.Log
 	// Tools returns the session's tools (for their cards).
 	Tools() *capabilities.Registry
+	// Knob returns a config knob's current value and whether it exists.
+	Knob(id string) (string, bool)
+	// SetKnob switches a knob (the value is already validated).
+	SetKnob(id, value string)
 	// Prompt runs one turn for the user's text and returns how it ended. It
 	// returns once the turn's turn/end is in the log.
 	Prompt(ctx context.Context, text string) session.EndReason

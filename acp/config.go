@@ -1,23 +1,87 @@
 package acp
 
-import "encoding/json"
+import (
+	"encoding/json"
 
-// setConfigOption handles session/set_config_option. No composition mounts
-// a config option yet, so every id is unknown.
+	"github.com/dsh-acp/dsh-acp/agent"
+)
+
+// Config option ids.
+const (
+	optionSandbox  = agent.KnobSandboxMode
+	optionApproval = agent.KnobApprovalPolicy
+)
+
+var (
+	sandboxModes     = []string{"read-only", "workspace-write", "danger-full-access"}
+	approvalPolicies = []string{"ask", "never"}
+)
+
+// configOptions lists a session's options with their current values (a
+// held switch shows already), in upstream's order; nil when none is
+// composed.
+func configOptions(s Session) []ConfigOption {
+	var out []ConfigOption
+	if v, ok := s.Knob(optionSandbox); ok {
+		out = append(out, ConfigOption{ID: optionSandbox, Name: "Sandbox",
+			Description: "The file sandbox mode bash commands in this session run under.",
+			Category:    "mode", Type: "select", CurrentValue: v, Options: selectOptions(sandboxModes)})
+	}
+	if v, ok := s.Knob(optionApproval); ok {
+		out = append(out, ConfigOption{ID: optionApproval, Name: "Approvals",
+			Description: "ask: permission prompts reach you; never: they are rejected automatically.",
+			Type:        "select", CurrentValue: v, Options: selectOptions(approvalPolicies)})
+	}
+	return out
+}
+
+func selectOptions(values []string) []SelectOption {
+	out := make([]SelectOption, len(values))
+	for i, v := range values {
+		out[i] = SelectOption{Value: v, Name: v}
+	}
+	return out
+}
+
+func contains(list []string, v string) bool {
+	for _, x := range list {
+		if x == v {
+			return true
+		}
+	}
+	return false
+}
+
+// setConfigOption handles session/set_config_option (acp-bridge § 7).
 func (s *Server) setConfigOption(params json.RawMessage) (any, error) {
 	var req SetConfigOptionRequest
 	if err := decode(params, &req); err != nil {
 		return nil, err
 	}
-	if _, err := s.lookup(req.SessionID); err != nil {
+	ls, err := s.lookup(req.SessionID)
+	if err != nil {
 		return nil, err
 	}
-	var str string
-	if json.Unmarshal(req.Value, &str) != nil {
+	var value string
+	if json.Unmarshal(req.Value, &value) != nil {
 		return nil, invalidParams("config option %s is a select; boolean values are not accepted", req.ConfigID)
 	}
-	id, _ := marshal(req.ConfigID)
-	return nil, invalidParams("unknown config option %s", id)
+	quoted, _ := marshal(value)
+	switch req.ConfigID {
+	case optionSandbox:
+		if _, ok := ls.s.Knob(optionSandbox); !ok || !contains(sandboxModes, value) {
+			return nil, invalidParams("unknown sandbox-mode value %s", quoted)
+		}
+	case optionApproval:
+		if _, ok := ls.s.Knob(optionApproval); !ok || !contains(approvalPolicies, value) {
+			return nil, invalidParams("unknown approval-policy value %s", quoted)
+		}
+	default:
+		id, _ := marshal(req.ConfigID)
+		return nil, invalidParams("unknown config option %s", id)
+	}
+	ls.s.SetKnob(req.ConfigID, value)
+	return SetConfigOptionResponse{ConfigOptions: configOptions(ls.s)}, nil
 }
 
 // setMode handles session/set_mode.

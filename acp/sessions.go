@@ -55,7 +55,7 @@ func (s *Server) newSession(ctx context.Context, params json.RawMessage) (any, e
 	s.sessions[sess.ID()] = ls
 	s.mu.Unlock()
 	s.attach(ls)
-	return NewSessionResponse{SessionID: sess.ID()}, nil
+	return NewSessionResponse{SessionID: sess.ID(), ConfigOptions: configOptions(sess)}, nil
 }
 
 // attach starts streaming the session's live events to the client.
@@ -137,7 +137,7 @@ func (s *Server) resume(ctx context.Context, req LoadSessionRequest, terminal bo
 	s.sessions[sess.ID()] = ls
 	s.mu.Unlock()
 	s.attach(ls)
-	return LoadSessionResponse{}, nil
+	return LoadSessionResponse{ConfigOptions: configOptions(sess)}, nil
 }
 
 // lookup returns a live session or the unknown-session error.

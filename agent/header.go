@@ -181,4 +181,3 @@ func headerEventFor(events []session.Event, cur Header, first bool) (typ string,
 	}
 	return session.TypeRequestHeader, headerEvent{Header: cur, Reason: "fallback"}
 }
-

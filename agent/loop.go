@@ -44,6 +44,7 @@ func (s *Session) Prompt(ctx context.Context, text string) session.EndReason {
 
 	turn := session.LastTurn(s.log.Events()) + 1
 	s.log.Append(session.TypeTurnStart, session.TurnStart{Turn: turn, Trigger: session.Trigger{Kind: "message", Source: session.UserSource}})
+	s.anchorKnobs()
 	s.log.Append(session.TypeUserMessage, session.Message{Content: []session.Block{session.TextBlock(text)}, Source: session.UserSource})
 	s.persist(ctx)
 	reason := s.runSteps(turnCtx, turn)
@@ -80,6 +81,7 @@ func (s *Session) runSteps(ctx context.Context, turn int) session.EndReason {
 		if ctx.Err() != nil {
 			return s.abortEnd()
 		}
+		s.narrateApproval()
 		hdr := s.header()
 		events := s.log.Events()
 		req := &llm.Request{SessionID: s.ID(), Config: hdr.Config, System: hdr.System, Tools: hdr.Tools, Messages: deriveMessages(events)}
@@ -188,4 +190,3 @@ func (s *Session) stream(ctx context.Context, req *llm.Request, ref session.Step
 	}
 	return asm, seqs, nil
 }
-

@@ -12,6 +12,7 @@ import (
 	"github.com/rs/zerolog"
 
 	"github.com/dsh-acp/dsh-acp/agent/llm"
+	"github.com/dsh-acp/dsh-acp/approval"
 	"github.com/dsh-acp/dsh-acp/capabilities"
 	"github.com/dsh-acp/dsh-acp/session"
 )
@@ -36,6 +37,11 @@ type Config struct {
 	Sections []Section
 	// Log receives diagnostics (stderr).
 	Log zerolog.Logger
+	// SandboxDefault is the default sandbox mode when bash commands are
+	// confined ("" = no sandbox-mode knob).
+	SandboxDefault string
+	// Approval is the approval service (nil = none composed).
+	Approval *approval.Service
 }
 
 // Runtime creates and resumes sessions. It implements acp.Agent.
@@ -108,7 +114,9 @@ type Session struct {
 	dropReason  string // a cancel that arrived while prompts were queued
 	queued      int    // prompts waiting for turnMu
 	disposed    bool
-	headerSent  bool // this loop instance has logged its first header
+	headerSent  bool              // this loop instance has logged its first header
+	pending     map[string]string // held knob switches, anchored at the next turn
+	toldPolicy  string            // the approval policy the model was last told
 }
 
 // ID returns the session id.
@@ -158,6 +166,9 @@ func (s *Session) system() string {
 		if sc, ok := t.(capabilities.Sectioner); ok {
 			secs = append(secs, sc.PromptSection())
 		}
+	}
+	if sec, ok := s.approvalSection(); ok {
+		secs = append(secs, sec)
 	}
 	return renderSystem(secs, s.rt.cfg.Model, s.Cwd())
 }

@@ -6,6 +6,7 @@ import (
 	"github.com/dsh-acp/dsh-acp/acp"
 	"github.com/dsh-acp/dsh-acp/agent"
 	"github.com/dsh-acp/dsh-acp/agent/llm"
+	"github.com/dsh-acp/dsh-acp/approval"
 	"github.com/dsh-acp/dsh-acp/session"
 )
 
@@ -32,6 +33,10 @@ func (c Composition) NewServer(o ServerOptions) *acp.Server {
 	if o.NewID == nil {
 		o.NewID = session.NewID
 	}
+	var approvals *approval.Service
+	if c.Approval != "" {
+		approvals = approval.NewService(c.Approval, o.NewID)
+	}
 	rt := agent.NewRuntime(agent.Config{
 		Model:    c.Model,
 		Provider: o.Provider,
@@ -41,11 +46,18 @@ func (c Composition) NewServer(o ServerOptions) *acp.Server {
 		Tools:    c.Registry,
 		Sections: c.Sections(),
 		Log:      o.Log,
+
+		SandboxDefault: c.Sandbox,
+		Approval:       approvals,
 	})
-	return acp.NewServer(acp.FromRuntime(rt), acp.Options{
+	srv := acp.NewServer(acp.FromRuntime(rt), acp.Options{
 		AgentName:        "dsh-acp",
 		AgentVersion:     o.Version,
 		AcceptMCPServers: !c.Upstream,
-		ModesComposed:    c.Modes,
+		ModesComposed:    false, // plan mode lands with the modes issue
 	}, o.Log)
+	if approvals != nil {
+		approvals.AddAnswerer(srv)
+	}
+	return srv
 }

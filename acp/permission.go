@@ -1,0 +1,69 @@
+package acp
+
+import (
+	"context"
+	"encoding/json"
+
+	"github.com/dsh-acp/dsh-acp/approval"
+)
+
+// PermissionOption is one choice of a permission request.
+type PermissionOption struct {
+	OptionID string `json:"optionId"`
+	Name     string `json:"name"`
+	Kind     string `json:"kind"`
+}
+
+// RequestPermissionRequest is the params of session/request_permission.
+type RequestPermissionRequest struct {
+	SessionID string             `json:"sessionId"`
+	ToolCall  ToolCallRef        `json:"toolCall"`
+	Options   []PermissionOption `json:"options"`
+}
+
+// ToolCallRef points a request at a streamed tool call.
+type ToolCallRef struct {
+	ToolCallID string `json:"toolCallId"`
+}
+
+// Answer implements approval.Answerer: the bridge asks the editor's user
+// for its own top-level sessions' tool calls (acp-bridge § 13). Only the
+// allow-once option grants; anything unexpected is conservative.
+func (s *Server) Answer(ctx context.Context, sessionID string, req approval.Request) (approval.Outcome, bool, error) {
+	s.mu.Lock()
+	ls := s.sessions[sessionID]
+	closed := s.closed
+	s.mu.Unlock()
+	if ls == nil || req.CallID == "" || closed {
+		return "", false, nil
+	}
+	params := RequestPermissionRequest{SessionID: sessionID, ToolCall: ToolCallRef{req.CallID}, Options: []PermissionOption{
+		{OptionID: "allow-once", Name: "Allow once", Kind: "allow_once"},
+		{OptionID: "reject-once", Name: "Reject", Kind: "reject_once"},
+	}}
+	var res struct {
+		Outcome struct {
+			Outcome  string `json:"outcome"`
+			OptionID string `json:"optionId"`
+		} `json:"outcome"`
+	}
+	if err := s.call(ctx, "session/request_permission", params, &res); err != nil {
+		return approval.Unavailable, true, nil
+	}
+	switch {
+	case res.Outcome.Outcome == "cancelled":
+		return approval.Cancelled, true, nil
+	case res.Outcome.Outcome == "selected" && res.Outcome.OptionID == "allow-once":
+		return approval.AllowedOnce, true, nil
+	}
+	return approval.Rejected, true, nil
+}
+
+// call sends an agent→client request and decodes its result.
+func (s *Server) call(ctx context.Context, method string, params, result any) error {
+	raw, err := marshal(params)
+	if err != nil {
+		return err
+	}
+	return s.conn.Call(ctx, method, json.RawMessage(raw), result)
+}

@@ -1,0 +1,168 @@
+package agent
+
+import (
+	"strings"
+
+	"github.com/dsh-acp/dsh-acp/approval"
+	"github.com/dsh-acp/dsh-acp/session"
+)
+
+// Session config knobs (log-folded, per session).
+const (
+	KnobSandboxMode    = "sandbox-mode"
+	KnobApprovalPolicy = "approval-policy"
+)
+
+// knobEvent returns the event type and payload of a knob switch.
+func knobEvent(id, value string) (string, any) {
+	if id == KnobSandboxMode {
+		return session.TypeSandboxMode, struct {
+			Mode string `json:"mode"`
+		}{value}
+	}
+	return session.TypeApprovalPolicy, struct {
+		Policy string `json:"policy"`
+	}{value}
+}
+
+// foldKnob returns the last logged value of a knob, or "".
+func foldKnob(events []session.Event, id string) string {
+	typ, _ := knobEvent(id, "")
+	for i := len(events) - 1; i >= 0; i-- {
+		if events[i].Type == typ {
+			var v struct {
+				Mode   string `json:"mode"`
+				Policy string `json:"policy"`
+			}
+			if events[i].Decode(&v) == nil {
+				return v.Mode + v.Policy
+			}
+		}
+	}
+	return ""
+}
+
+// knobDefault returns the composition default of a knob and whether the
+// knob exists in this composition.
+func (s *Session) knobDefault(id string) (string, bool) {
+	switch id {
+	case KnobSandboxMode:
+		return s.rt.cfg.SandboxDefault, s.rt.cfg.SandboxDefault != ""
+	case KnobApprovalPolicy:
+		if s.rt.cfg.Approval == nil {
+			return "", false
+		}
+		return s.rt.cfg.Approval.DefaultPolicy(), true
+	}
+	return "", false
+}
+
+// folded returns the knob's value from the log, else its default.
+func (s *Session) folded(id string) string {
+	if v := foldKnob(s.log.Events(), id); v != "" {
+		return v
+	}
+	def, _ := s.knobDefault(id)
+	return def
+}
+
+// Knob returns the current value of a knob (pending switch ?? log ??
+// default) and whether the composition has it.
+func (s *Session) Knob(id string) (string, bool) {
+	if _, ok := s.knobDefault(id); !ok {
+		return "", false
+	}
+	s.mu.Lock()
+	p, pending := s.pending[id]
+	s.mu.Unlock()
+	if pending {
+		return p, true
+	}
+	return s.folded(id), true
+}
+
+// SetKnob switches a knob. Equal to the current value: nothing. During a
+// turn the event is appended at once; while idle the switch is held and
+// anchored at the start of the next turn.
+func (s *Session) SetKnob(id, value string) {
+	if cur, ok := s.Knob(id); !ok || cur == value {
+		return
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if session.TurnOpen(s.log.Events()) {
+		delete(s.pending, id)
+		typ, data := knobEvent(id, value)
+		s.log.Append(typ, data)
+		return
+	}
+	if s.pending == nil {
+		s.pending = map[string]string{}
+	}
+	s.pending[id] = value
+}
+
+// anchorKnobs appends held switches right after turn/start: sandbox mode
+// first, then approval policy, each only if it still differs.
+func (s *Session) anchorKnobs() {
+	for _, id := range []string{KnobSandboxMode, KnobApprovalPolicy} {
+		s.mu.Lock()
+		v, ok := s.pending[id]
+		delete(s.pending, id)
+		s.mu.Unlock()
+		if ok && v != s.folded(id) {
+			typ, data := knobEvent(id, v)
+			s.log.Append(typ, data)
+		}
+	}
+}
+
+// narrateApproval tells the model, before a step, that the approval policy
+// changed since it was last told (sandbox-approval-modes § 6, narrator).
+func (s *Session) narrateApproval() {
+	if s.rt.cfg.Approval == nil {
+		return
+	}
+	events := s.log.Events()
+	current := s.rt.cfg.Approval.Policy(events)
+	told := s.toldPolicy
+	if told == "" {
+		if h, ok := foldHeader(events); ok {
+			told = approval.PolicyAsk
+			if strings.Contains(h.System, approval.NeverSection) {
+				told = approval.PolicyNever
+			}
+		}
+	}
+	s.toldPolicy = current
+	if told == "" || told == current {
+		return
+	}
+	byUser := lastIndex(events, session.TypeApprovalPolicy) > max(lastIndex(events, session.TypeRequestHeader), lastIndex(events, session.TypeRequestHeaderDelta))
+	s.log.Append(session.TypeContextMessage, session.Message{
+		Content: []session.Block{session.TextBlock(approval.Narration(told, current, byUser))},
+		Source:  session.Source{Kind: "plugin", Plugin: "approval"},
+	})
+}
+
+func lastIndex(events []session.Event, typ string) int {
+	for i := len(events) - 1; i >= 0; i-- {
+		if events[i].Type == typ {
+			return i
+		}
+	}
+	return -1
+}
+
+// approvalSection is the approval:policy prompt section (empty unless the
+// policy is never).
+func (s *Session) approvalSection() (Section, bool) {
+	if s.rt.cfg.Approval == nil {
+		return Section{}, false
+	}
+	text := ""
+	if s.rt.cfg.Approval.Policy(s.log.Events()) == approval.PolicyNever {
+		text = approval.NeverSection
+	}
+	return Section{Name: "approval:policy", Order: 115, Text: text}, true
+}
