@@ -32,6 +32,7 @@ var mustPass = []string{
 	"acp-agent/cancel",
 	"acp-agent/error-finish",
 	"acp-agent/todo-plan",
+	"sandbox-acp-agent/config-options",
 }
 
 func TestUpstreamScenariosReplayInProcess(t *testing.T) {
