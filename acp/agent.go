@@ -30,6 +30,13 @@ type Session interface {
 	Knob(id string) (string, bool)
 	// SetKnob switches a knob (the value is already validated).
 	SetKnob(id, value string)
+	// Modes lists the session's modes, default first (false: modes are
+	// not composed).
+	Modes() ([]string, bool)
+	// Mode is the session's current mode (a held switch included).
+	Mode() string
+	// SetMode holds a mode switch until the next flush point.
+	SetMode(id string) error
 	// Prompt runs one turn for the user's text and returns how it ended. It
 	// returns once the turn's turn/end is in the log.
 	Prompt(ctx context.Context, text string) session.EndReason
@@ -47,8 +54,9 @@ type Options struct {
 	// AcceptMCPServers accepts a non-empty mcpServers list (logged, not yet
 	// used) instead of rejecting it with upstream's text.
 	AcceptMCPServers bool
-	// ModesComposed enables session/set_mode (plan mode).
-	ModesComposed bool
+	// RequireElicitation sends questions only to clients that advertise
+	// elicitation (upstream sends them regardless).
+	RequireElicitation bool
 }
 
 // FromRuntime adapts an agent runtime to the bridge's Agent surface.

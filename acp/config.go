@@ -83,18 +83,3 @@ func (s *Server) setConfigOption(params json.RawMessage) (any, error) {
 	ls.s.SetKnob(req.ConfigID, value)
 	return SetConfigOptionResponse{ConfigOptions: configOptions(ls.s)}, nil
 }
-
-// setMode handles session/set_mode.
-func (s *Server) setMode(params json.RawMessage) (any, error) {
-	var req SetModeRequest
-	if err := decode(params, &req); err != nil {
-		return nil, err
-	}
-	if _, err := s.lookup(req.SessionID); err != nil {
-		return nil, err
-	}
-	if !s.opts.ModesComposed {
-		return nil, invalidParams("session modes are not composed in this deployment")
-	}
-	return nil, invalidParams("unknown mode %q — available modes: default", req.ModeID)
-}

@@ -15,6 +15,7 @@ func (s *Server) initialize(params json.RawMessage) (any, error) {
 	}
 	s.mu.Lock()
 	s.terminalOutput = terminal
+	s.elicitation = req.ClientCapabilities.Elicitation != nil
 	s.mu.Unlock()
 	return InitializeResponse{
 		ProtocolVersion: ProtocolVersion,

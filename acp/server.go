@@ -31,6 +31,7 @@ type Server struct {
 	mu             sync.Mutex
 	closed         bool
 	terminalOutput bool
+	elicitation    bool // the client advertised elicitation
 	sessions       map[string]*liveSession
 	loading        map[string]bool
 	work           sync.WaitGroup
@@ -42,6 +43,7 @@ type liveSession struct {
 	terminal bool // the client's terminal_output flag, snapshotted
 	prompt   *inflight
 	unsub    func()
+	lastMode string // the mode the client was last told
 }
 
 // inflight is a session/prompt awaiting its answer.

@@ -51,11 +51,11 @@ func (s *Server) newSession(ctx context.Context, params json.RawMessage) (any, e
 		_ = sess.Close(ctx)
 		return nil, errDisposed()
 	}
-	ls := &liveSession{s: sess, terminal: s.terminalOutput}
+	ls := &liveSession{s: sess, terminal: s.terminalOutput, lastMode: sess.Mode()}
 	s.sessions[sess.ID()] = ls
 	s.mu.Unlock()
 	s.attach(ls)
-	return NewSessionResponse{SessionID: sess.ID(), ConfigOptions: configOptions(sess)}, nil
+	return NewSessionResponse{SessionID: sess.ID(), ConfigOptions: configOptions(sess), Modes: modeState(sess)}, nil
 }
 
 // attach starts streaming the session's live events to the client.
@@ -65,6 +65,14 @@ func (s *Server) attach(ls *liveSession) {
 	ls.unsub = ls.s.Log().Subscribe(func(ev session.Event) {
 		for _, u := range p.present(ev) {
 			s.notify("session/update", SessionNotification{SessionID: id, Update: u})
+		}
+		if ev.Type == session.TypeModeSet {
+			var m struct {
+				Mode string `json:"mode"`
+			}
+			if ev.Decode(&m) == nil {
+				s.modeChanged(ls, m.Mode)
+			}
 		}
 	})
 }
@@ -132,12 +140,12 @@ func (s *Server) resume(ctx context.Context, req LoadSessionRequest, terminal bo
 			s.notify("session/update", SessionNotification{SessionID: sess.ID(), Update: u})
 		}
 	}
-	ls := &liveSession{s: sess, terminal: terminal}
+	ls := &liveSession{s: sess, terminal: terminal, lastMode: sess.Mode()}
 	s.mu.Lock()
 	s.sessions[sess.ID()] = ls
 	s.mu.Unlock()
 	s.attach(ls)
-	return LoadSessionResponse{ConfigOptions: configOptions(sess)}, nil
+	return LoadSessionResponse{ConfigOptions: configOptions(sess), Modes: modeState(sess)}, nil
 }
 
 // lookup returns a live session or the unknown-session error.

@@ -4,6 +4,7 @@ import (
 	"context"
 
 	"github.com/dsh-acp/dsh-acp/agent/llm"
+	"github.com/dsh-acp/dsh-acp/capabilities"
 	"github.com/dsh-acp/dsh-acp/session"
 )
 
@@ -44,6 +45,8 @@ func (s *Session) Prompt(ctx context.Context, text string) session.EndReason {
 
 	turn := session.LastTurn(s.log.Events()) + 1
 	s.log.Append(session.TypeTurnStart, session.TurnStart{Turn: turn, Trigger: session.Trigger{Kind: "message", Source: session.UserSource}})
+	s.noticeUndefinedMode()
+	s.flushMode()
 	s.anchorKnobs()
 	s.log.Append(session.TypeUserMessage, session.Message{Content: []session.Block{session.TextBlock(text)}, Source: session.UserSource})
 	s.persist(ctx)
@@ -105,6 +108,7 @@ func (s *Session) runSteps(ctx context.Context, turn int) session.EndReason {
 		}
 		if err != nil || ctx.Err() != nil {
 			s.log.Append(session.TypeStepEnd, ref)
+			s.flushMode()
 			if ctx.Err() != nil {
 				return s.abortEnd()
 			}
@@ -143,7 +147,7 @@ func (s *Session) runSteps(ctx context.Context, turn int) session.EndReason {
 			}
 			calls++
 			callEv := s.log.Append(session.TypeToolCall, session.ToolCall{Turn: turn, Step: step, CallID: b.ID, Name: b.Name, Arguments: b.Arguments})
-			out := s.tools.Execute(ctx, s, b.ID, b.Name, b.Arguments)
+			out := s.execute(ctx, b)
 			s.log.Append(session.TypeToolResult, session.ToolResult{
 				Turn: turn, Step: step, CallID: b.ID, Content: out.Content, IsError: out.IsError, Error: out.Error, Meta: out.Meta,
 			}, session.WithSourceSeqs([]int{callEv.Seq}))
@@ -153,6 +157,7 @@ func (s *Session) runSteps(ctx context.Context, turn int) session.EndReason {
 			}
 		}
 		s.log.Append(session.TypeStepEnd, ref)
+		s.flushMode()
 		if ctx.Err() != nil {
 			return s.abortEnd()
 		}
@@ -164,6 +169,14 @@ func (s *Session) runSteps(ctx context.Context, turn int) session.EndReason {
 		return session.EndReason{Kind: session.EndMaxTokens}
 	}
 	return session.EndReason{Kind: session.EndCompleted}
+}
+
+// execute runs one tool call through the gates and the registry.
+func (s *Session) execute(ctx context.Context, b session.Block) capabilities.Outcome {
+	if ok, why := s.allowed(b.Name); !ok {
+		return capabilities.Outcome{Content: []session.Block{session.TextBlock("Error: " + why)}, IsError: true}
+	}
+	return s.tools.Execute(ctx, s, b.ID, b.Name, b.Arguments)
 }
 
 // stream runs one model call, appending one assistant/chunk per chunk.

@@ -42,6 +42,9 @@ type Config struct {
 	SandboxDefault string
 	// Approval is the approval service (nil = none composed).
 	Approval *approval.Service
+	// Modes are the configured session modes besides default (nil = the
+	// mode service is not composed).
+	Modes []ModeDef
 }
 
 // Runtime creates and resumes sessions. It implements acp.Agent.
@@ -117,6 +120,9 @@ type Session struct {
 	headerSent  bool              // this loop instance has logged its first header
 	pending     map[string]string // held knob switches, anchored at the next turn
 	toldPolicy  string            // the approval policy the model was last told
+	pendingMode string            // a mode switch waiting for the next flush point
+
+	undefinedNoticed map[string]bool // undefined modes already announced
 }
 
 // ID returns the session id.
@@ -170,6 +176,9 @@ func (s *Session) system() string {
 	if sec, ok := s.approvalSection(); ok {
 		secs = append(secs, sec)
 	}
+	if sec, ok := s.modeSection(); ok {
+		secs = append(secs, sec)
+	}
 	return renderSystem(secs, s.rt.cfg.Model, s.Cwd())
 }
 
@@ -179,6 +188,9 @@ func (s *Session) header() Header {
 	tools := s.tools.Tools()
 	sort.SliceStable(tools, func(i, j int) bool { return tools[i].Name() < tools[j].Name() })
 	for _, t := range tools {
+		if !s.offered(t.Name()) {
+			continue
+		}
 		params, _ := t.Schema().MarshalJSON()
 		h.Tools = append(h.Tools, llm.ToolSchema{Name: t.Name(), Description: t.Description(), Parameters: params})
 	}

@@ -12,6 +12,7 @@ import (
 
 	"github.com/dsh-acp/dsh-acp/agent"
 	"github.com/dsh-acp/dsh-acp/capabilities"
+	"github.com/dsh-acp/dsh-acp/capabilities/plan"
 	"github.com/dsh-acp/dsh-acp/capabilities/todo"
 )
 
@@ -72,7 +73,7 @@ func Builtin(name string) (Composition, bool) {
 	case "default":
 		return Composition{Name: "default", Model: DefaultModel, Persona: codingPersona, Hooks: true, Undo: true, Modes: true,
 			Sandbox: "workspace-write", Approval: "ask",
-			Tools: []string{FamilyFS, FamilyBash, FamilyTodo, FamilySubagent, FamilyWorkflow}}, true
+			Tools: []string{FamilyFS, FamilyBash, FamilyTodo, FamilyPlan, FamilySubagent, FamilyWorkflow}}, true
 	case "acp-agent":
 		return acpAgent, true
 	case "acp-agent-code-mode":
@@ -189,19 +190,36 @@ const (
 // Built reports whether this build implements feature.
 func Built(feature string) bool {
 	switch feature {
-	case FeatureHooks, FeatureApproval, FeatureSandbox, FeatureModes, FeatureCodeMode, FeatureSubagents, FeatureWorkflow, FeatureRepeatGuard:
+	case FeatureHooks, FeatureSandbox, FeatureCodeMode, FeatureSubagents, FeatureWorkflow, FeatureRepeatGuard:
 		return false
 	}
 	return true
 }
 
+// Deps are the services tools reach through the composition: the user's
+// editor for questions.
+type Deps struct {
+	Asker capabilities.Asker
+}
+
 // Registry builds a session's tool registry.
-func (c Composition) Registry(env capabilities.Env) *capabilities.Registry {
+func (c Composition) Registry(env capabilities.Env, deps Deps) *capabilities.Registry {
 	var tools []capabilities.Tool
 	if c.Has(FamilyTodo) {
 		tools = append(tools, todo.Tool{})
 	}
+	if c.Has(FamilyPlan) {
+		tools = append(tools, plan.Tool{Asker: deps.Asker})
+	}
 	return capabilities.NewRegistry(tools...)
+}
+
+// ModeDefs returns the configured session modes (nil: not composed).
+func (c Composition) ModeDefs() []agent.ModeDef {
+	if !c.Modes {
+		return nil
+	}
+	return []agent.ModeDef{agent.PlanMode()}
 }
 
 // Sections returns the composition's own prompt sections.

@@ -1,12 +1,15 @@
 package composition
 
 import (
+	"context"
+
 	"github.com/rs/zerolog"
 
 	"github.com/dsh-acp/dsh-acp/acp"
 	"github.com/dsh-acp/dsh-acp/agent"
 	"github.com/dsh-acp/dsh-acp/agent/llm"
 	"github.com/dsh-acp/dsh-acp/approval"
+	"github.com/dsh-acp/dsh-acp/capabilities"
 	"github.com/dsh-acp/dsh-acp/session"
 )
 
@@ -37,27 +40,39 @@ func (c Composition) NewServer(o ServerOptions) *acp.Server {
 	if c.Approval != "" {
 		approvals = approval.NewService(c.Approval, o.NewID)
 	}
+	asker := &lateAsker{}
+	deps := Deps{Asker: asker}
 	rt := agent.NewRuntime(agent.Config{
 		Model:    c.Model,
 		Provider: o.Provider,
 		Store:    o.Store,
 		Clock:    o.Clock,
 		NewID:    o.NewID,
-		Tools:    c.Registry,
+		Tools:    func(env capabilities.Env) *capabilities.Registry { return c.Registry(env, deps) },
 		Sections: c.Sections(),
 		Log:      o.Log,
 
 		SandboxDefault: c.Sandbox,
 		Approval:       approvals,
+		Modes:          c.ModeDefs(),
 	})
 	srv := acp.NewServer(acp.FromRuntime(rt), acp.Options{
-		AgentName:        "dsh-acp",
-		AgentVersion:     o.Version,
-		AcceptMCPServers: !c.Upstream,
-		ModesComposed:    false, // plan mode lands with the modes issue
+		AgentName:          "dsh-acp",
+		AgentVersion:       o.Version,
+		AcceptMCPServers:   !c.Upstream,
+		RequireElicitation: !c.Upstream,
 	}, o.Log)
+	asker.srv = srv
 	if approvals != nil {
 		approvals.AddAnswerer(srv)
 	}
 	return srv
+}
+
+// lateAsker forwards questions to the bridge, which exists only after the
+// runtime that builds the tools.
+type lateAsker struct{ srv *acp.Server }
+
+func (a *lateAsker) Ask(ctx context.Context, sessionID string, qs []capabilities.Question) ([]capabilities.Answer, error) {
+	return a.srv.Ask(ctx, sessionID, qs)
 }

@@ -19,7 +19,7 @@ func missingCapabilities(sc *Scenario) []string {
 	if err != nil {
 		return []string{"composition " + sc.Meta.Composition}
 	}
-	reg := comp.Registry(nil)
+	reg := comp.Registry(nil, composition.Deps{})
 	need := map[string]bool{}
 	feature := func(f string) {
 		if !composition.Built(f) {

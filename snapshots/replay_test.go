@@ -33,6 +33,7 @@ var mustPass = []string{
 	"acp-agent/error-finish",
 	"acp-agent/todo-plan",
 	"sandbox-acp-agent/config-options",
+	"plan-acp-agent/modes-advertise",
 }
 
 func TestUpstreamScenariosReplayInProcess(t *testing.T) {

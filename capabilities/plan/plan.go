@@ -1,0 +1,112 @@
+// Package plan is the exit_plan_mode tool: in plan mode the model presents
+// its plan, the user reviews it, and approval returns the session to the
+// default mode.
+package plan
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"regexp"
+
+	"github.com/dsh-acp/dsh-acp/capabilities"
+	"github.com/dsh-acp/dsh-acp/session"
+)
+
+// ModeEnv is what exit_plan_mode needs of its session: the logged mode.
+type ModeEnv interface {
+	capabilities.Env
+	// LoggedMode is the mode folded from the session log.
+	LoggedMode() string
+}
+
+// Tool is exit_plan_mode.
+type Tool struct {
+	// Asker reviews the plan with the user (nil: no channel).
+	Asker capabilities.Asker
+}
+
+// Name implements capabilities.Tool.
+func (Tool) Name() string { return "exit_plan_mode" }
+
+// Description implements capabilities.Tool.
+func (Tool) Description() string {
+	return "Present your finished plan for the user's review. If they approve, plan mode ends and the full toolset " +
+		"returns on your next step; if not, you get their feedback and keep planning. Only available in plan mode."
+}
+
+// Schema implements capabilities.Tool.
+func (Tool) Schema() *capabilities.Schema {
+	return capabilities.Object(capabilities.Req("plan", capabilities.String("The plan in Markdown, starting with a # heading that names it.")))
+}
+
+// Review is the question asked about a plan.
+func Review() capabilities.Question {
+	return capabilities.Question{ID: "plan-review", Header: "Plan review", Question: "Approve this plan and leave plan mode?",
+		Options: []capabilities.QuestionOption{
+			{Label: "Approve", Description: "Leave plan mode; the full toolset returns on the next step."},
+			{Label: "Keep planning", Description: "Stay in plan mode; feedback goes back to the model."},
+		}}
+}
+
+// Run implements capabilities.Tool.
+func (t Tool) Run(ctx context.Context, call *capabilities.Call) (capabilities.Result, error) {
+	env, ok := call.Session.(ModeEnv)
+	if call.Session == nil || !ok {
+		return capabilities.Result{}, errors.New("exit_plan_mode requires a calling agent (no session to switch)")
+	}
+	if env.LoggedMode() != "plan" {
+		return capabilities.Result{}, errors.New("exit_plan_mode is only available in plan mode")
+	}
+	if t.Asker == nil {
+		return capabilities.Result{}, errors.New("no user-interaction channel is available to review the plan; ask the user to switch the session mode instead")
+	}
+	answers, err := t.Asker.Ask(ctx, env.Log().ID(), []capabilities.Question{Review()})
+	if err != nil {
+		return capabilities.Result{}, err
+	}
+	var a capabilities.Answer
+	if len(answers) > 0 {
+		a = answers[0]
+	}
+	approved := false
+	for _, s := range a.Selected {
+		if s == "Approve" {
+			approved = true
+		}
+	}
+	if approved {
+		env.Log().Append(session.TypeModeSet, struct {
+			Mode string `json:"mode"`
+		}{"default"})
+		text := "Plan approved — plan mode exited; the full toolset returns on your next step."
+		if a.Custom != nil {
+			text += " User note: " + *a.Custom
+		}
+		return capabilities.TextResult(text), nil
+	}
+	if a.Custom != nil {
+		return capabilities.Result{}, errors.New("The user chose to keep planning; their feedback: " + *a.Custom)
+	}
+	return capabilities.Result{}, errors.New("The user chose to keep planning; revise the plan and present it again.")
+}
+
+var heading = regexp.MustCompile(`(?m)^#{1,6}\s+(.+?)\s*$`)
+
+// PresentCall implements capabilities.CallPresenter.
+func (Tool) PresentCall(args json.RawMessage) capabilities.CallView {
+	var a struct {
+		Plan string `json:"plan"`
+	}
+	_ = json.Unmarshal(args, &a)
+	title := "Plan"
+	if m := heading.FindStringSubmatch(a.Plan); m != nil {
+		title = m[1]
+	}
+	return capabilities.CallView{Kind: capabilities.ViewGeneric, Title: title, ToolKind: "other", Content: []string{a.Plan}}
+}
+
+// PresentResult implements capabilities.ResultPresenter.
+func (Tool) PresentResult(_ json.RawMessage, r session.ToolResult) capabilities.ResultView {
+	return capabilities.ResultView{Kind: capabilities.ViewGeneric, Title: "Plan review", Content: r.Content}
+}
