@@ -22,6 +22,7 @@ import (
 	"github.com/dsh-acp/dsh-acp/agent/llm/deepseek"
 	"github.com/dsh-acp/dsh-acp/agent/llm/replay"
 	"github.com/dsh-acp/dsh-acp/composition"
+	"github.com/dsh-acp/dsh-acp/sandbox"
 	"github.com/dsh-acp/dsh-acp/session"
 	"github.com/dsh-acp/dsh-acp/session/jsonl"
 	"github.com/dsh-acp/dsh-acp/session/sqlite"
@@ -54,6 +55,9 @@ type options struct {
 }
 
 func main() {
+	// The Landlock launcher is this binary re-executed; it must run before
+	// anything else touches the process.
+	sandbox.MaybeRunHelper()
 	os.Exit(run(os.Args[1:], os.Stdin, os.Stdout, os.Stderr, os.Getenv))
 }
 
