@@ -65,5 +65,10 @@ func (s *Server) call(ctx context.Context, method string, params, result any) er
 	if err != nil {
 		return err
 	}
+	select {
+	case <-s.connReady:
+	case <-ctx.Done():
+		return ctx.Err()
+	}
 	return s.conn.Call(ctx, method, json.RawMessage(raw), result)
 }

@@ -25,8 +25,9 @@ type Server struct {
 	opts  Options
 	log   zerolog.Logger
 
-	stream *LineStream
-	conn   *jsonrpc2.Conn
+	stream    *LineStream
+	conn      *jsonrpc2.Conn
+	connReady chan struct{} // closed once conn is set
 
 	mu             sync.Mutex
 	closed         bool
@@ -54,7 +55,7 @@ type inflight struct {
 
 // NewServer returns a bridge for agent.
 func NewServer(agent Agent, opts Options, log zerolog.Logger) *Server {
-	return &Server{agent: agent, opts: opts, log: log, sessions: map[string]*liveSession{}, loading: map[string]bool{}}
+	return &Server{agent: agent, opts: opts, log: log, sessions: map[string]*liveSession{}, loading: map[string]bool{}, connReady: make(chan struct{})}
 }
 
 // Serve speaks ACP on r/w until r ends, then tears down every session
@@ -62,6 +63,7 @@ func NewServer(agent Agent, opts Options, log zerolog.Logger) *Server {
 func (s *Server) Serve(ctx context.Context, r io.Reader, w io.Writer) error {
 	s.stream = NewLineStream(r, w, nil, s.log)
 	s.conn = jsonrpc2.NewConn(ctx, s.stream, s, jsonrpc2.SetLogger(zerologPrintf{s.log}))
+	close(s.connReady)
 	select {
 	case <-s.conn.DisconnectNotify():
 	case <-ctx.Done():

@@ -12,6 +12,7 @@ import (
 
 	"github.com/dsh-acp/dsh-acp/agent"
 	"github.com/dsh-acp/dsh-acp/capabilities"
+	"github.com/dsh-acp/dsh-acp/capabilities/fs"
 	"github.com/dsh-acp/dsh-acp/capabilities/plan"
 	"github.com/dsh-acp/dsh-acp/capabilities/todo"
 )
@@ -205,6 +206,9 @@ type Deps struct {
 // Registry builds a session's tool registry.
 func (c Composition) Registry(env capabilities.Env, deps Deps) *capabilities.Registry {
 	var tools []capabilities.Tool
+	if c.Has(FamilyFS) {
+		tools = append(tools, fs.New(fs.Options{Confine: !c.Upstream})...)
+	}
 	if c.Has(FamilyTodo) {
 		tools = append(tools, todo.Tool{})
 	}

@@ -32,6 +32,11 @@ var mustPass = []string{
 	"acp-agent/cancel",
 	"acp-agent/error-finish",
 	"acp-agent/todo-plan",
+	"acp-agent/fs-read",
+	"acp-agent/fs-write",
+	"acp-agent/fs-edit",
+	"acp-agent/fs-policy-reject",
+	"plan-acp-agent/plan-mode",
 	"sandbox-acp-agent/config-options",
 	"plan-acp-agent/modes-advertise",
 }

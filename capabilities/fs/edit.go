@@ -1,0 +1,153 @@
+package fs
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	iofs "io/fs"
+	"os"
+	"strconv"
+	"strings"
+
+	"github.com/dsh-acp/dsh-acp/capabilities"
+)
+
+// editTool is `edit` (tools contract § 6).
+type editTool struct{ *files }
+
+// editArgs are edit's arguments.
+type editArgs struct {
+	FilePath   string `json:"file_path"`
+	OldString  string `json:"old_string"`
+	NewString  string `json:"new_string"`
+	ReplaceAll bool   `json:"replace_all"`
+}
+
+// Name implements capabilities.Tool.
+func (*editTool) Name() string { return "edit" }
+
+// Description implements capabilities.Tool.
+func (*editTool) Description() string {
+	return "Replace an exact piece of text in a file with new text. The file must have been read in this session and be unchanged since. " +
+		"old_string must match the file literally (without the line-number prefixes read shows) and occur exactly once, " +
+		"unless replace_all is true, in which case every occurrence is replaced. Line endings are handled for you: CRLF files stay CRLF."
+}
+
+// Schema implements capabilities.Tool.
+func (*editTool) Schema() *capabilities.Schema {
+	return capabilities.Object(
+		capabilities.Req("file_path", capabilities.String("Path of the file to change, absolute or relative to the working directory.")),
+		capabilities.Req("old_string", capabilities.String("The exact text to find; include enough surrounding lines to make it unique.")),
+		capabilities.Req("new_string", capabilities.String("The text to put in its place; must differ from old_string.")),
+		capabilities.Opt("replace_all", capabilities.Boolean("Replace every occurrence instead of requiring exactly one. Defaults to false.")),
+	)
+}
+
+// PromptSection implements capabilities.Sectioner.
+func (*editTool) PromptSection() capabilities.Section {
+	return capabilities.Section{Name: "tool:edit", Order: 102, Text: "# Editing files\n" +
+		"Prefer `edit` for changing existing files; do not patch files with sed, awk or scripts. " +
+		"Read the file first, copy old_string exactly as it appears (keep the indentation, drop the line-number prefix), " +
+		"and make it long enough to match only once or use replace_all for a deliberate rename."}
+}
+
+// Run implements capabilities.Tool.
+func (t *editTool) Run(ctx context.Context, call *capabilities.Call) (capabilities.Result, error) {
+	var a editArgs
+	if err := decodeArgs(call.Args, &a); err != nil {
+		return capabilities.Result{}, err
+	}
+	if err := checkFilePath(a.FilePath); err != nil {
+		return capabilities.Result{}, err
+	}
+	if a.OldString == "" {
+		return capabilities.Result{}, errors.New(msgOldString)
+	}
+	if a.OldString == a.NewString {
+		return capabilities.Result{}, errors.New(msgMustDiffer)
+	}
+	tg, err := resolve(cwdOf(call), a.FilePath, t.opts.Confine)
+	if err != nil {
+		return capabilities.Result{}, err
+	}
+	t.policy.mutate.Lock()
+	defer t.policy.mutate.Unlock()
+
+	seen, ok := t.policy.observed(tg.key)
+	if !ok {
+		return capabilities.Result{}, fsError(CodeNotObserved, "edit requires reading "+quote(tg.display)+" first")
+	}
+	prev, err := os.Stat(tg.key)
+	if err != nil {
+		if errors.Is(err, iofs.ErrNotExist) {
+			return capabilities.Result{}, fsError(CodeStaleVersion, "cannot edit "+quote(tg.display)+": file changed since it was read")
+		}
+		return capabilities.Result{}, ioError("edit", tg.display, err)
+	}
+	if !prev.Mode().IsRegular() {
+		return capabilities.Result{}, fsError(CodeNotRegular, "cannot edit "+quote(tg.display)+": not a regular file")
+	}
+	if versionOf(prev) != seen {
+		return capabilities.Result{}, fsError(CodeStaleVersion, "cannot edit "+quote(tg.display)+": file changed since it was read")
+	}
+	if err := aborted(ctx, "edit"); err != nil {
+		return capabilities.Result{}, err
+	}
+	raw, err := os.ReadFile(tg.key)
+	if err != nil {
+		return capabilities.Result{}, ioError("edit", tg.display, err)
+	}
+	if bytes.IndexByte(raw, 0) >= 0 {
+		return capabilities.Result{}, fsError(CodeNotText, "cannot edit "+quote(tg.display)+": binary file")
+	}
+	text, ok := decode(raw)
+	if !ok {
+		return capabilities.Result{}, fsError(CodeNotText, "cannot edit "+quote(tg.display)+": invalid UTF-8 text")
+	}
+	content := normalizeEOL(text.text)
+	updated, err := replace(content, normalizeEOL(a.OldString), normalizeEOL(a.NewString), a.ReplaceAll, tg.display)
+	if err != nil {
+		return capabilities.Result{}, err
+	}
+	out := updated
+	if prefersCRLF(text.text) {
+		out = toCRLF(updated)
+	}
+	after := make([]byte, 0, len(bom)+len(out))
+	if text.bom {
+		after = append(after, bom...)
+	}
+	after = append(after, out...)
+	if err := writeAtomic(ctx, tg.key, after, prev, tg.display); err != nil {
+		return capabilities.Result{}, err
+	}
+	if err := t.record(tg); err != nil {
+		return capabilities.Result{}, err
+	}
+	t.notify(ctx, Change{CallID: call.CallID, Path: tg.display, Existed: true, Before: raw, After: after})
+
+	msg := "The file " + tg.display + " has been updated successfully."
+	if a.ReplaceAll {
+		msg = "The file " + tg.display + " has been updated. All occurrences were successfully replaced."
+	}
+	res := capabilities.TextResult(msg)
+	res.Meta = metaDiffs(Hunks(a.FilePath, content, updated))
+	return res, nil
+}
+
+// replace applies a literal replacement to LF-normalized content: the
+// single occurrence of old, or with all every non-overlapping one.
+func replace(content, old, new string, all bool, display string) (string, error) {
+	n := strings.Count(content, old)
+	switch {
+	case n == 0:
+		return "", fsError(CodeEditNotFound, "old_string was not found in "+quote(display))
+	case n > 1 && !all:
+		return "", fsError(CodeAmbiguousEdit, "old_string matched "+strconv.Itoa(n)+" times in "+quote(display)+
+			"; provide a more specific old_string or set replace_all to true")
+	case all:
+		return strings.ReplaceAll(content, old, new), nil
+	default:
+		return strings.Replace(content, old, new, 1), nil
+	}
+}

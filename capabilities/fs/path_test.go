@@ -1,0 +1,107 @@
+package fs
+
+import (
+	"os"
+	"path/filepath"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+)
+
+func outside(p, root string) string {
+	return `refusing to access "` + p + `": it resolves outside the session root ` + root
+}
+
+func TestConfineRefusesEscapes(t *testing.T) {
+	base, err := filepath.EvalSymlinks(t.TempDir())
+	require.NoError(t, err)
+	root := filepath.Join(base, "root")
+	away := filepath.Join(base, "away")
+	require.NoError(t, os.MkdirAll(root, 0o755))
+	require.NoError(t, os.MkdirAll(away, 0o755))
+	secret := filepath.Join(away, "secret.txt")
+	require.NoError(t, os.WriteFile(secret, []byte("s3cret\n"), 0o644))
+	require.NoError(t, os.Symlink(secret, filepath.Join(root, "file-link")))
+	require.NoError(t, os.Symlink(away, filepath.Join(root, "dir-link")))
+	require.NoError(t, os.Symlink("../away/new.txt", filepath.Join(root, "dangling-link")))
+
+	h := newHarnessIn(t, root, true)
+	for _, tc := range []struct{ arg, display string }{
+		{"../away/secret.txt", secret},
+		{"sub/../../away/secret.txt", secret},
+		{secret, secret},
+		{"/", "/"},
+		{"file-link", filepath.Join(root, "file-link")},
+		{"dir-link/secret.txt", filepath.Join(root, "dir-link/secret.txt")},
+		{"dir-link/new/deeper.txt", filepath.Join(root, "dir-link/new/deeper.txt")},
+	} {
+		msg := outside(tc.display, root)
+		h.fails("read", map[string]any{"file_path": tc.arg}, msg, CodeOutsideRoot)
+		h.fails("write", map[string]any{"file_path": tc.arg, "content": "pwned"}, msg, CodeOutsideRoot)
+		h.fails("edit", map[string]any{"file_path": tc.arg, "old_string": "s3cret", "new_string": "pwned"}, msg, CodeOutsideRoot)
+	}
+	got, err := os.ReadFile(secret)
+	require.NoError(t, err)
+	require.Equal(t, "s3cret\n", string(got))
+	require.NoFileExists(t, filepath.Join(away, "new", "deeper.txt"))
+
+	// A dangling link inside the root is the link itself: writing replaces
+	// the link and never creates its outside target.
+	h.ok("write", map[string]any{"file_path": "dangling-link", "content": "inside\n"})
+	require.NoFileExists(t, filepath.Join(away, "new.txt"))
+	fi, err := os.Lstat(filepath.Join(root, "dangling-link"))
+	require.NoError(t, err)
+	require.True(t, fi.Mode().IsRegular())
+
+	// Without Confine the same paths are reachable (upstream behaviour).
+	free := newHarnessIn(t, root, false)
+	require.Equal(t, readText(secret, "1: s3cret", "(End of file - total 1 lines)"), free.ok("read", map[string]any{"file_path": "../away/secret.txt"}))
+	require.Equal(t, readText(filepath.Join(root, "file-link"), "1: s3cret", "(End of file - total 1 lines)"), free.ok("read", map[string]any{"file_path": "file-link"}))
+}
+
+func TestConfineAllowsInsideLinks(t *testing.T) {
+	base, err := filepath.EvalSymlinks(t.TempDir())
+	require.NoError(t, err)
+	real := filepath.Join(base, "real-root")
+	require.NoError(t, os.MkdirAll(filepath.Join(real, "sub"), 0o755))
+	require.NoError(t, os.WriteFile(filepath.Join(real, "sub", "target.txt"), []byte("t\n"), 0o644))
+	require.NoError(t, os.Symlink("sub/target.txt", filepath.Join(real, "alias.txt")))
+	require.NoError(t, os.Symlink("sub", filepath.Join(real, "subdir")))
+	// The session root itself is reached through a symbolic link.
+	linkedRoot := filepath.Join(base, "linked-root")
+	require.NoError(t, os.Symlink(real, linkedRoot))
+
+	h := newHarnessIn(t, linkedRoot, true)
+	alias := filepath.Join(linkedRoot, "alias.txt")
+	require.Equal(t, readText(alias, "1: t", "(End of file - total 1 lines)"), h.ok("read", map[string]any{"file_path": "alias.txt"}))
+	h.ok("edit", map[string]any{"file_path": "alias.txt", "old_string": "t", "new_string": "u"})
+	got, err := os.ReadFile(filepath.Join(real, "sub", "target.txt"))
+	require.NoError(t, err)
+	require.Equal(t, "u\n", string(got))
+	h.ok("write", map[string]any{"file_path": "subdir/new/file.txt", "content": "n"})
+	require.FileExists(t, filepath.Join(real, "sub", "new", "file.txt"))
+	h.ok("read", map[string]any{"file_path": filepath.Join(real, "sub", "target.txt")}) // absolute real path inside
+	h.ok("read", map[string]any{"file_path": "./sub/../alias.txt"})
+}
+
+func TestResolve(t *testing.T) {
+	dir, err := filepath.EvalSymlinks(t.TempDir())
+	require.NoError(t, err)
+	require.NoError(t, os.WriteFile(filepath.Join(dir, "f"), nil, 0o644))
+
+	tg, err := resolve(dir, "a/b/../c.txt", false)
+	require.NoError(t, err)
+	require.Equal(t, target{display: filepath.Join(dir, "a/c.txt"), key: filepath.Join(dir, "a/c.txt")}, tg)
+
+	tg, err = resolve(dir, "/nonexistent-root-dir/x/y", false)
+	require.NoError(t, err)
+	require.Equal(t, "/nonexistent-root-dir/x/y", tg.key)
+
+	_, err = resolve(dir, "f/x", true)
+	require.EqualError(t, err, `cannot resolve "`+filepath.Join(dir, "f/x")+`": a parent path segment is not a directory`)
+
+	require.True(t, within("/a/b", "/a"))
+	require.True(t, within("/a", "/a"))
+	require.False(t, within("/ab", "/a"))
+	require.True(t, within("/anything", "/"))
+}
