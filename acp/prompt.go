@@ -3,6 +3,7 @@ package acp
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"strings"
 
 	"github.com/sourcegraph/jsonrpc2"
@@ -37,14 +38,18 @@ func (s *Server) prompt(ctx context.Context, id jsonrpc2.ID, params json.RawMess
 		s.mu.Unlock()
 		return nil, err
 	}
-	p := &inflight{id: id}
+	// The turn's context exists before the read loop moves on, so a cancel
+	// that arrives right behind the prompt always reaches it.
+	turnCtx, cancel := context.WithCancelCause(context.WithoutCancel(ctx))
+	p := &inflight{id: id, cancel: cancel}
 	ls.prompt = p
 	s.work.Add(1)
 	s.mu.Unlock()
 
 	go func() {
 		defer s.work.Done()
-		reason := ls.s.Prompt(context.WithoutCancel(ctx), text)
+		defer cancel(nil)
+		reason := ls.s.Prompt(turnCtx, text)
 		s.settle(ls, p, func() { s.answerTurn(id, reason) })
 	}()
 	return nil, errDeferred
@@ -100,9 +105,13 @@ func (s *Server) cancel(params json.RawMessage) {
 	}
 	ls.s.Cancel("session/cancel")
 	if p != nil {
+		p.cancel(errCancelled)
 		s.settle(ls, p, func() { s.answer(p.id, PromptResponse{StopCancelled}, nil) })
 	}
 }
+
+// errCancelled is the cause of a turn context cancelled by session/cancel.
+var errCancelled = errors.New("session/cancel")
 
 // flatten turns prompt blocks into the one user text the agent receives.
 func flatten(blocks []ContentBlock) (string, error) {

@@ -51,6 +51,7 @@ type liveSession struct {
 type inflight struct {
 	id      jsonrpc2.ID
 	settled bool
+	cancel  context.CancelCauseFunc // aborts the turn, even before it starts
 }
 
 // NewServer returns a bridge for agent.
@@ -69,6 +70,8 @@ func (s *Server) Serve(ctx context.Context, r io.Reader, w io.Writer) error {
 	case <-ctx.Done():
 		_ = s.conn.Close()
 	}
+	// Nothing is written after the client's input ends.
+	_ = s.stream.Close()
 	s.teardown(context.WithoutCancel(ctx))
 	return nil
 }

@@ -25,6 +25,11 @@ func (s *Session) Prompt(ctx context.Context, text string) session.EndReason {
 		s.mu.Unlock()
 		return session.EndReason{Kind: session.EndDisposed}
 	}
+	if ctx.Err() != nil {
+		// Cancelled before the turn started: the turn is dropped.
+		s.mu.Unlock()
+		return session.EndReason{Kind: session.EndAborted, Reason: context.Cause(ctx).Error()}
+	}
 	if s.dropReason != "" {
 		r := s.dropReason
 		if s.queued == 0 {
@@ -68,13 +73,17 @@ func (s *Session) persist(ctx context.Context) {
 }
 
 // abortReasonLocked returns the end reason for an aborted turn.
-func (s *Session) abortEnd() session.EndReason {
+func (s *Session) abortEnd(ctx context.Context) session.EndReason {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.disposed {
 		return session.EndReason{Kind: session.EndDisposed}
 	}
-	return session.EndReason{Kind: session.EndAborted, Reason: s.abortReason}
+	reason := s.abortReason
+	if reason == "" {
+		reason = context.Cause(ctx).Error()
+	}
+	return session.EndReason{Kind: session.EndAborted, Reason: reason}
 }
 
 // runSteps runs steps until the model stops calling tools or a step fails.
@@ -82,7 +91,7 @@ func (s *Session) runSteps(ctx context.Context, turn int) session.EndReason {
 	maxTokens := false
 	for step := 1; ; step++ {
 		if ctx.Err() != nil {
-			return s.abortEnd()
+			return s.abortEnd(ctx)
 		}
 		s.narrateApproval()
 		hdr := s.header()
@@ -110,7 +119,7 @@ func (s *Session) runSteps(ctx context.Context, turn int) session.EndReason {
 			s.log.Append(session.TypeStepEnd, ref)
 			s.flushMode()
 			if ctx.Err() != nil {
-				return s.abortEnd()
+				return s.abortEnd(ctx)
 			}
 			return session.EndReason{Kind: session.EndError, Step: step, Message: err.Error(), Code: llm.ErrorCode(err)}
 		}
@@ -159,7 +168,7 @@ func (s *Session) runSteps(ctx context.Context, turn int) session.EndReason {
 		s.log.Append(session.TypeStepEnd, ref)
 		s.flushMode()
 		if ctx.Err() != nil {
-			return s.abortEnd()
+			return s.abortEnd(ctx)
 		}
 		if calls == 0 {
 			break

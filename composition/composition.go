@@ -5,6 +5,7 @@
 package composition
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
 	"os"
@@ -12,9 +13,11 @@ import (
 
 	"github.com/dsh-acp/dsh-acp/agent"
 	"github.com/dsh-acp/dsh-acp/capabilities"
+	"github.com/dsh-acp/dsh-acp/capabilities/bash"
 	"github.com/dsh-acp/dsh-acp/capabilities/fs"
 	"github.com/dsh-acp/dsh-acp/capabilities/plan"
 	"github.com/dsh-acp/dsh-acp/capabilities/todo"
+	"github.com/dsh-acp/dsh-acp/sandbox"
 )
 
 // Tool families a composition can mount.
@@ -191,16 +194,28 @@ const (
 // Built reports whether this build implements feature.
 func Built(feature string) bool {
 	switch feature {
-	case FeatureHooks, FeatureSandbox, FeatureCodeMode, FeatureSubagents, FeatureWorkflow, FeatureRepeatGuard:
+	case FeatureHooks, FeatureCodeMode, FeatureSubagents, FeatureWorkflow, FeatureRepeatGuard:
 		return false
 	}
 	return true
 }
 
-// Deps are the services tools reach through the composition: the user's
-// editor for questions.
+// Deps are the services tools reach through the composition.
 type Deps struct {
+	// Asker puts questions to the user's editor.
 	Asker capabilities.Asker
+	// Approver asks the user to approve risky actions (nil: none).
+	Approver bash.Approver
+	// Confiner confines commands (nil: commands cannot be confined, and a
+	// composition with a sandbox mode fails closed).
+	Confiner bash.Confiner
+	// LaunchDir is the process launch directory.
+	LaunchDir string
+}
+
+// knobs is what the sandbox needs of a session.
+type knobs interface {
+	Knob(id string) (string, bool)
 }
 
 // Registry builds a session's tool registry.
@@ -209,6 +224,9 @@ func (c Composition) Registry(env capabilities.Env, deps Deps) *capabilities.Reg
 	if c.Has(FamilyFS) {
 		tools = append(tools, fs.New(fs.Options{Confine: !c.Upstream})...)
 	}
+	if c.Has(FamilyBash) {
+		tools = append(tools, bash.New(c.bashOptions(deps))...)
+	}
 	if c.Has(FamilyTodo) {
 		tools = append(tools, todo.Tool{})
 	}
@@ -216,6 +234,49 @@ func (c Composition) Registry(env capabilities.Env, deps Deps) *capabilities.Reg
 		tools = append(tools, plan.Tool{Asker: deps.Asker})
 	}
 	return capabilities.NewRegistry(tools...)
+}
+
+// bashOptions configures the bash family: upstream's timeouts, and a
+// confining executor whenever the composition has a sandbox mode.
+func (c Composition) bashOptions(deps Deps) bash.Options {
+	o := bash.Options{DefaultTimeout: 60000}
+	if c.Sandbox == "" {
+		return o
+	}
+	o.DefaultTimeout = 120000
+	confiner := deps.Confiner
+	if confiner == nil {
+		confiner = unconfinable{}
+	}
+	def := c.Sandbox
+	o.Sandbox = &bash.Sandboxing{
+		Confiner: confiner,
+		Approver: deps.Approver,
+		Mode: func(call *capabilities.Call) string {
+			if k, ok := call.Session.(knobs); ok {
+				if v, ok := k.Knob("sandbox-mode"); ok {
+					return v
+				}
+			}
+			return def
+		},
+		Root: func(call *capabilities.Call) string {
+			// Upstream confines to the launch directory; editor users get
+			// the project the session was opened on.
+			if c.Upstream || call.Session == nil {
+				return deps.LaunchDir
+			}
+			return call.Session.Cwd()
+		},
+	}
+	return o
+}
+
+// unconfinable has no sandbox backend: every confined run fails closed.
+type unconfinable struct{}
+
+func (unconfinable) Confine(_ context.Context, _ []string, p sandbox.Policy) (sandbox.Confined, error) {
+	return sandbox.Confined{}, &sandbox.UnavailableError{Mode: p.Mode}
 }
 
 // ModeDefs returns the configured session modes (nil: not composed).

@@ -10,6 +10,7 @@ import (
 	"github.com/dsh-acp/dsh-acp/agent/llm"
 	"github.com/dsh-acp/dsh-acp/approval"
 	"github.com/dsh-acp/dsh-acp/capabilities"
+	"github.com/dsh-acp/dsh-acp/capabilities/bash"
 	"github.com/dsh-acp/dsh-acp/session"
 )
 
@@ -26,6 +27,9 @@ type ServerOptions struct {
 	// LaunchDir is the directory relative config paths (hook files)
 	// resolve against; the process working directory when empty.
 	LaunchDir string
+	// Confiner confines bash commands (sandbox.Provider); nil makes every
+	// confined command fail closed.
+	Confiner bash.Confiner
 }
 
 // NewServer wires an ACP bridge serving this composition.
@@ -36,12 +40,13 @@ func (c Composition) NewServer(o ServerOptions) *acp.Server {
 	if o.NewID == nil {
 		o.NewID = session.NewID
 	}
+	asker := &lateAsker{}
+	deps := Deps{Asker: asker, Confiner: o.Confiner, LaunchDir: o.LaunchDir}
 	var approvals *approval.Service
 	if c.Approval != "" {
 		approvals = approval.NewService(c.Approval, o.NewID)
+		deps.Approver = approvals
 	}
-	asker := &lateAsker{}
-	deps := Deps{Asker: asker}
 	rt := agent.NewRuntime(agent.Config{
 		Model:    c.Model,
 		Provider: o.Provider,

@@ -37,6 +37,10 @@ var mustPass = []string{
 	"acp-agent/fs-edit",
 	"acp-agent/fs-policy-reject",
 	"plan-acp-agent/plan-mode",
+	"acp-agent/tool-call-turn",
+	"acp-agent/fs-terminal-card",
+	"sandbox-acp-agent/mode-switching",
+	"sandbox-acp-agent/escalation-approved",
 	"sandbox-acp-agent/config-options",
 	"plan-acp-agent/modes-advertise",
 }

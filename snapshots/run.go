@@ -18,7 +18,9 @@ import (
 	"github.com/rs/zerolog"
 
 	"github.com/dsh-acp/dsh-acp/agent/llm/replay"
+	"github.com/dsh-acp/dsh-acp/capabilities/bash"
 	"github.com/dsh-acp/dsh-acp/composition"
+	"github.com/dsh-acp/dsh-acp/sandbox"
 	"github.com/dsh-acp/dsh-acp/session/jsonl"
 )
 
@@ -38,10 +40,14 @@ type Launcher interface {
 	Launch(ctx context.Context, sc *Scenario, cwd, sessionsRoot string) (*Launched, error)
 }
 
-// InProcess runs the agent inside this process over pipes.
+// InProcess runs the agent inside this process over pipes. The process
+// must host the Landlock helper (sandbox.MaybeRunHelper in main or
+// TestMain) for the Landlock backend to work.
 type InProcess struct {
 	// Version is advertised in initialize.
 	Version string
+	// Confiner confines bash commands; nil means sandbox.NewDefaultProvider.
+	Confiner bash.Confiner
 }
 
 // Launch implements Launcher.
@@ -62,9 +68,17 @@ func (p InProcess) Launch(ctx context.Context, sc *Scenario, cwd, sessionsRoot s
 	if err != nil {
 		return nil, err
 	}
+	confiner := p.Confiner
+	if confiner == nil {
+		dp, err := sandbox.NewDefaultProvider()
+		if err != nil {
+			return nil, err
+		}
+		confiner = dp
+	}
 	var stderr syncBuffer
 	log := zerolog.New(&stderr).Level(zerolog.InfoLevel)
-	srv := comp.NewServer(composition.ServerOptions{Provider: provider, Store: store, Log: log, Version: p.Version, LaunchDir: cwd})
+	srv := comp.NewServer(composition.ServerOptions{Provider: provider, Store: store, Log: log, Version: p.Version, LaunchDir: cwd, Confiner: confiner})
 	inR, inW := io.Pipe()
 	outR, outW := io.Pipe()
 	done := make(chan error, 1)

@@ -232,7 +232,11 @@ func serve(ctx context.Context, o *options, stdin io.Reader, stdout io.Writer, l
 		return err
 	}
 	cwd, _ := os.Getwd()
-	srv := comp.NewServer(composition.ServerOptions{Provider: provider, Store: store, Log: log, Version: version, LaunchDir: cwd})
+	confiner, err := sandbox.NewDefaultProvider()
+	if err != nil {
+		return err
+	}
+	srv := comp.NewServer(composition.ServerOptions{Provider: provider, Store: store, Log: log, Version: version, LaunchDir: cwd, Confiner: confiner})
 	log.Info().Str("composition", comp.Name).Str("sessions", root).Msg("serving ACP on stdio")
 	return srv.Serve(ctx, stdin, stdout)
 }

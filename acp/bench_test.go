@@ -1,0 +1,199 @@
+package acp
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"iter"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/rs/zerolog"
+
+	"github.com/dsh-acp/dsh-acp/agent"
+	"github.com/dsh-acp/dsh-acp/agent/llm"
+	"github.com/dsh-acp/dsh-acp/internal/jsonx"
+)
+
+// benchUpdate is a typical agent_message_chunk notification.
+var benchUpdate = SessionNotification{
+	SessionID: "0b6c2bc4-6c7f-4c39-8e3b-0f1c7e1f2a3b",
+	Update:    ContentChunk{"agent_message_chunk", TextContent{"text", "Here is the <b>fix</b> & a short explanation of it."}},
+}
+
+// BenchmarkEncodeSessionUpdate measures encoding one session/update the
+// way the server does: jsonx.Marshal(notificationFrame{…}) ("marshal"),
+// and the whole Server.notify path including the framed write ("notify").
+// SetBytes is the frame size with its newline, so MB/s is wire throughput.
+func BenchmarkEncodeSessionUpdate(b *testing.B) {
+	frame, err := jsonx.Marshal(notificationFrame{"2.0", "session/update", benchUpdate})
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Run("marshal", func(b *testing.B) {
+		b.SetBytes(int64(len(frame) + 1))
+		b.ReportAllocs()
+		for b.Loop() {
+			out, err := jsonx.Marshal(notificationFrame{"2.0", "session/update", benchUpdate})
+			if err != nil || len(out) != len(frame) {
+				b.Fatalf("encode: %v (%d bytes)", err, len(out))
+			}
+		}
+		b.ReportMetric(float64(len(frame)+1), "frame-bytes")
+	})
+	b.Run("notify", func(b *testing.B) {
+		var w countingWriter
+		s := NewServer(nil, Options{}, zerolog.Nop())
+		s.stream = NewLineStream(bytes.NewReader(nil), &w, nil, zerolog.Nop())
+		b.SetBytes(int64(len(frame) + 1))
+		b.ReportAllocs()
+		for b.Loop() {
+			s.notify("session/update", benchUpdate)
+		}
+		if w.n.Load() != int64(b.N)*int64(len(frame)+1) {
+			b.Fatalf("wrote %d bytes for %d frames of %d", w.n.Load(), b.N, len(frame)+1)
+		}
+	})
+}
+
+type countingWriter struct{ n atomic.Int64 }
+
+func (w *countingWriter) Write(p []byte) (int, error) {
+	w.n.Add(int64(len(p)))
+	return len(p), nil
+}
+
+// chunkProvider streams n text deltas and a finish.
+type chunkProvider struct{ chunks []llm.Chunk }
+
+func newChunkProvider(n int) *chunkProvider {
+	p := &chunkProvider{}
+	for i := range n {
+		p.chunks = append(p.chunks, llm.Chunk{Type: llm.ChunkTextDelta, Index: 0, Text: fmt.Sprintf("tok%d <&> ", i)})
+	}
+	p.chunks = append(p.chunks, llm.Chunk{Type: llm.ChunkFinish, Reason: &llm.FinishReason{Kind: llm.FinishStop}})
+	return p
+}
+
+func (p *chunkProvider) Stream(ctx context.Context, _ *llm.Request) iter.Seq2[llm.Chunk, error] {
+	return func(yield func(llm.Chunk, error) bool) {
+		for _, c := range p.chunks {
+			if ctx.Err() != nil || !yield(c, nil) {
+				return
+			}
+		}
+	}
+}
+
+// BenchmarkPromptChunkThroughput measures the per-chunk cost of a streamed
+// turn end to end: the real runtime appends one assistant/chunk per
+// provider chunk, the bridge presents it and writes the session/update to
+// the output pipe, which a reader drains. Each iteration is one prompt of
+// chunksPerPrompt chunks in a fresh session (session/new is not timed).
+func BenchmarkPromptChunkThroughput(b *testing.B) {
+	const chunksPerPrompt = 256
+	var ids atomic.Int64
+	rt := agent.NewRuntime(agent.Config{
+		Model:    "bench",
+		Provider: newChunkProvider(chunksPerPrompt),
+		Clock:    FakeClock(),
+		NewID:    func() string { return fmt.Sprintf("00000000-0000-4000-8000-%012d", ids.Add(1)) },
+		Log:      zerolog.Nop(),
+	})
+	srv := NewServer(FromRuntime(rt), Options{AgentName: "dsh-acp", AgentVersion: "bench"}, zerolog.Nop())
+	inR, inW := io.Pipe()
+	outR, outW := io.Pipe()
+	served := make(chan struct{})
+	go func() {
+		defer close(served)
+		_ = srv.Serve(context.Background(), inR, outW)
+	}()
+
+	// Drain the output, counting bytes and handing responses over.
+	var outBytes, updates atomic.Int64
+	responses := make(chan []byte, 16)
+	go func() {
+		defer close(responses)
+		br := bufio.NewReaderSize(outR, 64<<10)
+		respPrefix := []byte(`{"jsonrpc":"2.0","id":`)
+		for {
+			line, err := br.ReadSlice('\n')
+			outBytes.Add(int64(len(line)))
+			if bytes.HasPrefix(line, respPrefix) {
+				responses <- append([]byte(nil), line...)
+			} else if len(line) > 0 {
+				updates.Add(1)
+			}
+			if err == bufio.ErrBufferFull {
+				b.Error("output line longer than 64 KiB")
+				return
+			}
+			if err != nil {
+				return
+			}
+		}
+	}()
+	send := func(line string) {
+		if _, err := io.WriteString(inW, line+"\n"); err != nil {
+			b.Fatal(err)
+		}
+	}
+	await := func() []byte {
+		select {
+		case r, ok := <-responses:
+			if !ok {
+				b.Fatal("output closed")
+			}
+			return r
+		case <-time.After(30 * time.Second):
+			b.Fatal("no response within 30s")
+		}
+		return nil
+	}
+	defer func() {
+		_ = inW.Close()
+		select {
+		case <-served:
+		case <-time.After(WaitFor):
+			b.Error("Serve did not return")
+		}
+		_ = outW.Close()
+	}()
+
+	var timedBytes, timedUpdates int64
+	b.ReportAllocs()
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		b.StopTimer()
+		send(fmt.Sprintf(`{"jsonrpc":"2.0","id":%d,"method":"session/new","params":{"cwd":"/bench","mcpServers":[]}}`, 2*i))
+		var nr struct {
+			Result struct {
+				SessionID string `json:"sessionId"`
+			} `json:"result"`
+		}
+		if err := json.Unmarshal(await(), &nr); err != nil || nr.Result.SessionID == "" {
+			b.Fatalf("session/new: %v", err)
+		}
+		bytes0, upd0 := outBytes.Load(), updates.Load()
+		b.StartTimer()
+		send(fmt.Sprintf(`{"jsonrpc":"2.0","id":%d,"method":"session/prompt","params":{"sessionId":%q,"prompt":[{"type":"text","text":"go"}]}}`, 2*i+1, nr.Result.SessionID))
+		if r := await(); !bytes.Contains(r, []byte(`"stopReason":"end_turn"`)) {
+			b.Fatalf("prompt: %s", r)
+		}
+		b.StopTimer()
+		timedBytes += outBytes.Load() - bytes0
+		timedUpdates += updates.Load() - upd0
+		b.StartTimer()
+	}
+	b.StopTimer()
+	chunks := float64(b.N) * chunksPerPrompt
+	if timedUpdates != int64(b.N)*chunksPerPrompt {
+		b.Fatalf("%d updates for %d chunks", timedUpdates, int64(chunks))
+	}
+	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/chunks, "ns/chunk")
+	b.ReportMetric(float64(timedBytes)/chunks, "B/chunk")
+}

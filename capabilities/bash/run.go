@@ -1,0 +1,283 @@
+package bash
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"github.com/dsh-acp/dsh-acp/sandbox"
+	"os"
+	"os/exec"
+	"strconv"
+	"sync"
+	"syscall"
+	"time"
+)
+
+// Process-control timings.
+const (
+	// defaultKillGrace is how long a terminated process group gets between
+	// SIGTERM and SIGKILL (tools contract § 3).
+	defaultKillGrace = 3000 * time.Millisecond
+	// pipeGrace is how long the pipes may stay open once the group is dead
+	// (a process that left the group can still hold them); then they are
+	// closed on our side.
+	pipeGrace = 500 * time.Millisecond
+	// groupPoll is how often a terminating group is checked for survivors.
+	groupPoll = 10 * time.Millisecond
+)
+
+// errAborted is the plain error of a cancelled foreground run.
+var errAborted = errors.New("command aborted")
+
+// spec is one command to run.
+type spec struct {
+	command   string
+	dir       string
+	env       []string
+	spillDir  string
+	killGrace time.Duration
+}
+
+// process is a started `bash -c` in its own process group, with its two
+// output streams being captured.
+type process struct {
+	cmd            *exec.Cmd
+	pgid           int
+	stdout, stderr *stream
+	pipes          [2]*os.File // read ends
+
+	exited   chan struct{} // closed once cmd.Wait returned
+	drained  chan struct{} // closed once both readers returned
+	finished chan struct{} // closed once exited and drained
+	state    *os.ProcessState
+
+	killGrace time.Duration
+	termOnce  sync.Once
+	termDone  chan struct{} // closed once a termination completed
+}
+
+// start spawns the command through ex. ctx is handed to the executor only;
+// the process's lifetime is controlled with terminate.
+func start(ctx context.Context, ex Executor, sp spec) (*process, error) {
+	cmd, err := ex.Command(ctx, []string{"bash", "-c", sp.command}, sp.dir, sp.env)
+	if err != nil {
+		return nil, err
+	}
+	if cmd.SysProcAttr == nil {
+		cmd.SysProcAttr = &syscall.SysProcAttr{}
+	}
+	cmd.SysProcAttr.Setpgid = true
+	cmd.Stdin = nil // os/exec connects /dev/null
+	rOut, wOut, err := os.Pipe()
+	if err != nil {
+		return nil, fmt.Errorf("stdout pipe: %w", err)
+	}
+	rErr, wErr, err := os.Pipe()
+	if err != nil {
+		_ = rOut.Close()
+		_ = wOut.Close()
+		return nil, fmt.Errorf("stderr pipe: %w", err)
+	}
+	cmd.Stdout, cmd.Stderr = wOut, wErr
+	err = cmd.Start()
+	_ = wOut.Close()
+	_ = wErr.Close()
+	if err != nil {
+		_ = rOut.Close()
+		_ = rErr.Close()
+		return nil, err
+	}
+	grace := sp.killGrace
+	if grace <= 0 {
+		grace = defaultKillGrace
+	}
+	p := &process{
+		cmd:       cmd,
+		pgid:      cmd.Process.Pid,
+		stdout:    newStream("stdout", sp.spillDir),
+		stderr:    newStream("stderr", sp.spillDir),
+		pipes:     [2]*os.File{rOut, rErr},
+		exited:    make(chan struct{}),
+		drained:   make(chan struct{}),
+		finished:  make(chan struct{}),
+		killGrace: grace,
+		termDone:  make(chan struct{}),
+	}
+	var readers sync.WaitGroup
+	readers.Add(2)
+	go p.read(rOut, p.stdout, &readers)
+	go p.read(rErr, p.stderr, &readers)
+	go func() {
+		readers.Wait()
+		close(p.drained)
+	}()
+	go func() {
+		_ = cmd.Wait() // the status is read from ProcessState
+		p.state = cmd.ProcessState
+		close(p.exited)
+		<-p.drained
+		close(p.finished)
+	}()
+	return p, nil
+}
+
+// read copies one pipe into its stream until EOF or a forced close.
+func (p *process) read(r *os.File, s *stream, wg *sync.WaitGroup) {
+	defer wg.Done()
+	defer s.close()
+	defer func() { _ = r.Close() }()
+	buf := make([]byte, readChunk)
+	for {
+		n, err := r.Read(buf)
+		s.write(buf[:n])
+		if err != nil {
+			return // EOF, or the deadline terminate sets
+		}
+	}
+}
+
+// terminate stops the whole process group: SIGTERM, then SIGKILL once the
+// grace period passes while any member survives; then it waits for the
+// shell to exit and for the pipes to drain (force-closing them after a
+// short grace). It returns when that is done or ctx ends; the termination
+// itself always runs to completion.
+func (p *process) terminate(ctx context.Context) error {
+	p.termOnce.Do(func() { go p.doTerminate() })
+	select {
+	case <-p.termDone:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+func (p *process) doTerminate() {
+	defer close(p.termDone)
+	select {
+	case <-p.finished:
+		return // nothing left that we own; the group id may be stale
+	default:
+	}
+	p.signalGroup(syscall.SIGTERM)
+	grace := time.NewTimer(p.killGrace)
+	defer grace.Stop()
+	tick := time.NewTicker(groupPoll)
+	defer tick.Stop()
+wait:
+	for {
+		select {
+		case <-grace.C:
+			p.signalGroup(syscall.SIGKILL)
+			p.awaitGroupGone(pipeGrace)
+			break wait
+		case <-tick.C:
+			if p.hasExited() && !p.groupAlive() {
+				break wait
+			}
+		}
+	}
+	<-p.exited
+	select {
+	case <-p.drained:
+	case <-time.After(pipeGrace):
+		for _, f := range p.pipes {
+			_ = f.SetReadDeadline(time.Now()) // unblocks the reader; fails harmlessly once closed
+		}
+	}
+	<-p.finished
+}
+
+// awaitGroupGone waits up to limit for the killed group's members to finish
+// exiting (a SIGKILLed process needs a moment before it is gone; a zombie
+// nobody reaps keeps the group alive, hence the limit).
+func (p *process) awaitGroupGone(limit time.Duration) {
+	deadline := time.Now().Add(limit)
+	for p.groupAlive() && time.Now().Before(deadline) {
+		time.Sleep(groupPoll / 5)
+	}
+}
+
+func (p *process) hasExited() bool {
+	select {
+	case <-p.exited:
+		return true
+	default:
+		return false
+	}
+}
+
+func (p *process) signalGroup(sig syscall.Signal) { _ = syscall.Kill(-p.pgid, sig) }
+
+// groupAlive reports whether any process (zombies included) is still in the
+// group.
+func (p *process) groupAlive() bool {
+	err := syscall.Kill(-p.pgid, 0)
+	return err == nil || errors.Is(err, syscall.EPERM)
+}
+
+// exitInfo is how the shell ended: a signal name, else an exit code.
+type exitInfo struct {
+	code   int
+	signal string
+}
+
+// exit returns the shell's end state; valid once exited is closed.
+func (p *process) exit() exitInfo {
+	if p.state == nil {
+		return exitInfo{code: -1}
+	}
+	if ws, ok := p.state.Sys().(syscall.WaitStatus); ok && ws.Signaled() {
+		return exitInfo{signal: SignalName(ws.Signal())}
+	}
+	return exitInfo{code: p.state.ExitCode()}
+}
+
+// runForeground runs a command to completion, timeout or cancellation and
+// returns the result text.
+func runForeground(ctx context.Context, ex Executor, sp spec, timeoutMs float64, conf *confinement) (string, error) {
+	if ctx.Err() != nil {
+		return "", errAborted
+	}
+	p, err := start(ctx, ex, sp)
+	if err != nil {
+		return "", fmt.Errorf("failed to start bash: %w", err)
+	}
+	timer := time.NewTimer(time.Duration(timeoutMs * float64(time.Millisecond)))
+	defer timer.Stop()
+	timedOut := false
+	select {
+	case <-p.finished:
+	case <-timer.C:
+		timedOut = true
+		_ = p.terminate(context.Background())
+	case <-ctx.Done():
+		_ = p.terminate(context.Background())
+		return "", errAborted
+	}
+	<-p.finished
+	var markers []string
+	if ex := p.exit(); conf != nil && ex.signal == "" && ex.code > 0 {
+		stderr := p.stderr.snapshot().text
+		v := conf.confined.Classify(ex.code, stderr)
+		if v.RunnerFailure {
+			return "", unavailable(sandbox.RunnerFailureError(sandbox.Mode(conf.mode), stderr))
+		}
+		if v.Denied {
+			markers = append(markers, sandbox.Marker(sandbox.Mode(conf.mode)), EscalationMarker)
+		}
+	}
+	if timedOut {
+		markers = append(markers, "[timed out after "+formatMs(timeoutMs)+"ms]")
+	}
+	switch ex := p.exit(); {
+	case ex.signal != "":
+		markers = append(markers, "[killed by signal: "+ex.signal+"]")
+	case ex.code != 0:
+		markers = append(markers, "[exit code: "+strconv.Itoa(ex.code)+"]")
+	}
+	return resultText(p.stdout.snapshot(), p.stderr.snapshot(), markers), nil
+}
+
+// formatMs prints a millisecond count the way JavaScript prints a number
+// (integers without a fraction).
+func formatMs(ms float64) string { return strconv.FormatFloat(ms, 'f', -1, 64) }

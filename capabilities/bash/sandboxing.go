@@ -1,0 +1,121 @@
+package bash
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+
+	"github.com/dsh-acp/dsh-acp/approval"
+	"github.com/dsh-acp/dsh-acp/capabilities"
+	"github.com/dsh-acp/dsh-acp/sandbox"
+	"github.com/dsh-acp/dsh-acp/session"
+)
+
+// Confiner wraps an argv so it runs confined (sandbox.Provider).
+type Confiner interface {
+	Confine(ctx context.Context, argv []string, p sandbox.Policy) (sandbox.Confined, error)
+}
+
+// Approver asks the user to approve an escalation (approval.Service).
+type Approver interface {
+	Request(ctx context.Context, log *session.Log, req approval.Request) (approval.Outcome, error)
+}
+
+// Sandboxing confines every foreground command (sandbox-approval-modes
+// §§ 2–5). With it, bash advertises sandbox_permissions + justification.
+type Sandboxing struct {
+	// Confiner wraps the command for the chosen backend.
+	Confiner Confiner
+	// Root returns the writable workspace root for a call.
+	Root func(call *capabilities.Call) string
+	// Mode returns the session's effective mode (its knob: last
+	// bash/sandbox-mode event, else the default).
+	Mode func(call *capabilities.Call) string
+	// Approver asks for escalations (nil: no approval service composed).
+	Approver Approver
+}
+
+// EscalationMarker tells the model a denied command may be retried with
+// an escalation.
+const EscalationMarker = "[sandbox: escalation available — retry this exact command once with sandbox_permissions " +
+	"(the narrowest wider mode that suffices) + justification; the approval prompt asks the user]"
+
+// wider lists the modes strictly wider than m.
+func wider(m string) []string {
+	switch m {
+	case "read-only":
+		return []string{"workspace-write", "danger-full-access"}
+	case "workspace-write":
+		return []string{"danger-full-access"}
+	}
+	return nil
+}
+
+// effectiveMode resolves this call's mode: an approved escalation, else the
+// session's mode. A refused escalation is an error and nothing runs.
+func (sb *Sandboxing) effectiveMode(ctx context.Context, call *capabilities.Call, a args) (string, error) {
+	cur := sb.Mode(call)
+	if len(a.SandboxPermissions) == 0 {
+		return cur, nil
+	}
+	var want, why string
+	_ = json.Unmarshal(a.SandboxPermissions, &want)
+	_ = json.Unmarshal(a.Justification, &why)
+	ok := false
+	for _, w := range wider(cur) {
+		ok = ok || w == want
+	}
+	if !ok {
+		return "", fmt.Errorf("sandbox escalation to %q is not strictly wider than this call's current %q mode", want, cur)
+	}
+	if sb.Approver == nil {
+		return "", fmt.Errorf("sandbox escalation to %q requires approval, but no approval service is composed", want)
+	}
+	if call.Session == nil || call.Session.Log() == nil {
+		return "", fmt.Errorf("sandbox escalation to %q requires approval, but the call has no agent to route it through", want)
+	}
+	out, err := sb.Approver.Request(ctx, call.Session.Log(), approval.Request{ToolName: "bash", CallID: call.CallID,
+		Reason: "escalate sandbox to " + want + ": " + why})
+	if err != nil {
+		return "", err
+	}
+	switch out {
+	case approval.AllowedOnce:
+		return want, nil
+	case approval.Rejected:
+		return "", fmt.Errorf("the user rejected escalating this command to %q", want)
+	case approval.Cancelled:
+		return "", fmt.Errorf("approval for escalating to %q was cancelled", want)
+	}
+	return "", fmt.Errorf("sandbox escalation to %q requires approval, but no approval channel is available", want)
+}
+
+// confinement is how one run is confined, and how its failure is read.
+type confinement struct {
+	mode     string
+	confined sandbox.Confined
+}
+
+// prepare confines the command of sp for mode; danger-full-access runs it
+// unwrapped. Unavailability is a coded SandboxUnavailableError.
+func (sb *Sandboxing) prepare(ctx context.Context, call *capabilities.Call, sp *spec, mode string) (*confinement, error) {
+	if mode == string(sandbox.DangerFullAccess) {
+		return nil, nil
+	}
+	c, err := sb.Confiner.Confine(ctx, []string{"bash", "-c", sp.command}, sandbox.Policy{Mode: sandbox.Mode(mode), WorkspaceRoot: sb.Root(call)})
+	if err != nil {
+		return nil, unavailable(err)
+	}
+	sp.command = sandbox.ExecLine(c.Argv)
+	return &confinement{mode: mode, confined: c}, nil
+}
+
+// unavailable maps a sandbox error to the coded tool error.
+func unavailable(err error) error {
+	var ue *sandbox.UnavailableError
+	if errors.As(err, &ue) {
+		return &capabilities.CodedError{Name: ue.Name(), Code: ue.Code(), Message: ue.Error()}
+	}
+	return err
+}
