@@ -36,6 +36,15 @@ func newPresenter(tools ToolLookup, cwd string, terminal, includeUsers bool) *pr
 func (p *presenter) present(ev session.Event) []any {
 	switch ev.Type {
 	case session.TypeAssistantChunk:
+		if pl, ok := ev.Payload.(session.AssistantChunk); ok && pl.Kind != "" {
+			switch pl.Kind {
+			case "text-delta":
+				return []any{ContentChunk{"agent_message_chunk", TextContent{"text", pl.Text}}}
+			case "reasoning-delta":
+				return []any{ContentChunk{"agent_thought_chunk", TextContent{"text", pl.Text}}}
+			}
+			return nil
+		}
 		var c struct {
 			Chunk struct {
 				Type string `json:"type"`

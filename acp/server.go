@@ -182,14 +182,38 @@ func (s *Server) answer(id jsonrpc2.ID, result any, err error) {
 
 // notify writes a notification.
 func (s *Server) notify(method string, params any) {
+	if n, ok := params.(SessionNotification); ok {
+		if c, ok := n.Update.(ContentChunk); ok {
+			s.writeFrame(appendChunkUpdate(make([]byte, 0, 128+len(c.Content.Text)), n.SessionID, c))
+			return
+		}
+	}
 	frame, err := jsonx.Marshal(notificationFrame{"2.0", method, params})
 	if err != nil {
 		s.log.Error().Err(err).Str("method", method).Msg("encode notification")
 		return
 	}
+	s.writeFrame(frame)
+}
+
+func (s *Server) writeFrame(frame []byte) {
 	if werr := s.stream.WriteFrame(frame); werr != nil {
 		s.log.Debug().Err(werr).Msg("write notification")
 	}
+}
+
+// appendChunkUpdate encodes the hottest frame, a streamed text chunk,
+// without reflection.
+func appendChunkUpdate(b []byte, sessionID string, c ContentChunk) []byte {
+	b = append(b, `{"jsonrpc":"2.0","method":"session/update","params":{"sessionId":`...)
+	b = jsonx.AppendString(b, sessionID)
+	b = append(b, `,"update":{"sessionUpdate":`...)
+	b = jsonx.AppendString(b, c.SessionUpdate)
+	b = append(b, `,"content":{"type":`...)
+	b = jsonx.AppendString(b, c.Content.Type)
+	b = append(b, `,"text":`...)
+	b = jsonx.AppendString(b, c.Content.Text)
+	return append(b, "}}}}"...)
 }
 
 // isClosed reports whether teardown started.

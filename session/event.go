@@ -70,6 +70,10 @@ type Event struct {
 	// SurfaceOpFirst emits surfaceOp before sourceEventSeqs, the key order
 	// of the synthetic crash-repair tool result.
 	SurfaceOpFirst bool
+	// Payload is the value the event was appended with (in memory only; nil
+	// for events read back from a store). Subscribers may use it to skip
+	// decoding Data.
+	Payload any
 }
 
 // SurfaceAppend is the surfaceOp every composition here writes.

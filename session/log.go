@@ -24,13 +24,18 @@ type Log struct {
 	flushed  int
 	clock    Clock
 	store    Store
-	subs     map[int]Subscriber
+	subs     []subscription // copied on change, so Append reads it without allocating
 	nextSub  int
+}
+
+type subscription struct {
+	id int
+	fn Subscriber
 }
 
 // NewLog starts an empty log for header h. store may be nil (memory only).
 func NewLog(h Header, clock Clock, store Store) *Log {
-	return &Log{header: h, clock: clock, store: store, subs: map[int]Subscriber{}}
+	return &Log{header: h, clock: clock, store: store}
 }
 
 // ResumeLog wraps events already persisted in store.
@@ -73,13 +78,19 @@ func (l *Log) Subscribe(fn Subscriber) (unsubscribe func()) {
 	l.mu.Lock()
 	id := l.nextSub
 	l.nextSub++
-	l.subs[id] = fn
+	l.subs = append(append([]subscription(nil), l.subs...), subscription{id, fn})
 	l.mu.Unlock()
 	return func() {
 		l.appendMu.Lock()
 		defer l.appendMu.Unlock()
 		l.mu.Lock()
-		delete(l.subs, id)
+		kept := make([]subscription, 0, len(l.subs))
+		for _, s := range l.subs {
+			if s.id != id {
+				kept = append(kept, s)
+			}
+		}
+		l.subs = kept
 		l.mu.Unlock()
 	}
 }
@@ -98,7 +109,7 @@ func WithSourceSeqs(seqs []int) AppendOption {
 func (l *Log) Append(typ string, data any, opts ...AppendOption) Event {
 	l.appendMu.Lock()
 	defer l.appendMu.Unlock()
-	ev := Event{Type: typ, Data: Data(data)}
+	ev := Event{Type: typ, Data: Data(data), Payload: data}
 	if IsSurface(typ) {
 		ev.SurfaceOp = SurfaceAppend
 	}
@@ -109,15 +120,10 @@ func (l *Log) Append(typ string, data any, opts ...AppendOption) Event {
 	ev.Seq = len(l.events)
 	ev.Time = l.clock()
 	l.events = append(l.events, ev)
-	subs := make([]Subscriber, 0, len(l.subs))
-	for i := 0; i < l.nextSub; i++ {
-		if s, ok := l.subs[i]; ok {
-			subs = append(subs, s)
-		}
-	}
+	subs := l.subs
 	l.mu.Unlock()
 	for _, s := range subs {
-		s(ev)
+		s.fn(ev)
 	}
 	return ev
 }

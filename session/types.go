@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"strconv"
 
 	"github.com/dsh-acp/dsh-acp/internal/jsonx"
 )
@@ -108,6 +109,21 @@ type AssistantChunk struct {
 	Turn  int             `json:"turn"`
 	Step  int             `json:"step"`
 	Chunk json.RawMessage `json:"chunk"`
+	// Kind and Text repeat the chunk's type and delta text for in-memory
+	// subscribers (not serialized).
+	Kind string `json:"-"`
+	Text string `json:"-"`
+}
+
+// appendJSON is the hot-path encoding of an assistant/chunk payload.
+func (a AssistantChunk) appendJSON(b []byte) []byte {
+	b = append(b, `{"turn":`...)
+	b = strconv.AppendInt(b, int64(a.Turn), 10)
+	b = append(b, `,"step":`...)
+	b = strconv.AppendInt(b, int64(a.Step), 10)
+	b = append(b, `,"chunk":`...)
+	b = append(b, a.Chunk...)
+	return append(b, '}')
 }
 
 // AssistantMessage is the data of assistant/message.
@@ -238,4 +254,9 @@ func (b *Block) UnmarshalJSON(data []byte) error {
 }
 
 // Data marshals a payload for Event.Data.
-func Data(v any) json.RawMessage { return jsonx.MustMarshal(v) }
+func Data(v any) json.RawMessage {
+	if c, ok := v.(AssistantChunk); ok {
+		return c.appendJSON(make([]byte, 0, len(c.Chunk)+32))
+	}
+	return jsonx.MustMarshal(v)
+}

@@ -6,6 +6,7 @@ package jsonx
 import (
 	"bytes"
 	"encoding/json"
+	"unicode/utf8"
 )
 
 // Marshal encodes v like json.Marshal but without HTML escaping (and with
@@ -106,3 +107,55 @@ func UnescapeHTML(b []byte) []byte {
 	}
 	return out
 }
+
+const hexDigits = "0123456789abcdef"
+
+// AppendString appends s as a JSON string the way JavaScript's
+// JSON.stringify writes it: only `"`, `\` and control characters are
+// escaped; invalid UTF-8 becomes U+FFFD (as encoding/json does).
+func AppendString(b []byte, s string) []byte {
+	b = append(b, '"')
+	start := 0
+	for i := 0; i < len(s); {
+		c := s[i]
+		if c < utf8RuneSelf {
+			if c >= 0x20 && c != '"' && c != '\\' {
+				i++
+				continue
+			}
+			b = append(b, s[start:i]...)
+			switch c {
+			case '"', '\\':
+				b = append(b, '\\', c)
+			case '\n':
+				b = append(b, '\\', 'n')
+			case '\r':
+				b = append(b, '\\', 'r')
+			case '\t':
+				b = append(b, '\\', 't')
+			case '\b':
+				b = append(b, '\\', 'b')
+			case '\f':
+				b = append(b, '\\', 'f')
+			default:
+				b = append(b, '\\', 'u', '0', '0', hexDigits[c>>4], hexDigits[c&0xf])
+			}
+			i++
+			start = i
+			continue
+		}
+		r, size := utf8.DecodeRuneInString(s[i:])
+		if r == utf8.RuneError && size == 1 {
+			b = append(b, s[start:i]...)
+			b = append(b, `\ufffd`...)
+			i += size
+			start = i
+			continue
+		}
+		i += size
+	}
+	b = append(b, s[start:]...)
+	return append(b, '"')
+}
+
+const utf8RuneSelf = 0x80

@@ -28,3 +28,18 @@ func TestMarshalKeepsLineSeparatorsLiteral(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, "\"a\u2028b\u2029c\"", string(b))
 }
+
+func TestAppendStringMatchesMarshal(t *testing.T) {
+	for _, s := range []string{"", "plain", "q\"uote\\", "<b>&</b>", "tab\tnl\ncr\r\x00\x1f", "é中文🎉", "\u2028\u2029", "bad\xffutf8"} {
+		want, err := Marshal(s)
+		require.NoError(t, err)
+		require.Equal(t, string(want), string(AppendString(nil, s)), "%q", s)
+	}
+}
+
+func BenchmarkAppendString(b *testing.B) {
+	buf := make([]byte, 0, 64)
+	for b.Loop() {
+		buf = AppendString(buf[:0], "a typical streamed chunk of text, with \"quotes\"")
+	}
+}
