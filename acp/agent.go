@@ -37,6 +37,8 @@ type Session interface {
 	Mode() string
 	// SetMode holds a mode switch until the next flush point.
 	SetMode(id string) error
+	// Commands lists the slash commands the session handles itself.
+	Commands() []agent.Command
 	// Prompt runs one turn for the user's text and returns how it ended. It
 	// returns once the turn's turn/end is in the log.
 	Prompt(ctx context.Context, text string) session.EndReason

@@ -3,6 +3,7 @@ package acp
 import (
 	"encoding/json"
 
+	"github.com/dsh-acp/dsh-acp/agent"
 	"github.com/dsh-acp/dsh-acp/capabilities"
 	"github.com/dsh-acp/dsh-acp/internal/jsonx"
 	"github.com/dsh-acp/dsh-acp/session"
@@ -94,6 +95,12 @@ func (p *presenter) present(ev session.Event) []any {
 			delete(p.calls, r.CallID)
 		}
 		return []any{p.resultCard(r, call)}
+	case agent.TypeCommandResult:
+		var r agent.CommandResult
+		if ev.Decode(&r) != nil {
+			return nil
+		}
+		return []any{ContentChunk{"agent_message_chunk", TextContent{"text", r.Text}}}
 	case session.TypeTodoWrite:
 		var t session.TodoWrite
 		if ev.Decode(&t) != nil {
@@ -106,4 +113,16 @@ func (p *presenter) present(ev session.Event) []any {
 		return []any{PlanUpdate{"plan", entries}}
 	}
 	return nil
+}
+
+// AvailableCommand is one slash command in available_commands_update.
+type AvailableCommand struct {
+	Name        string `json:"name"`
+	Description string `json:"description"`
+}
+
+// AvailableCommandsUpdate advertises the session's slash commands.
+type AvailableCommandsUpdate struct {
+	SessionUpdate     string             `json:"sessionUpdate"`
+	AvailableCommands []AvailableCommand `json:"availableCommands"`
 }

@@ -118,6 +118,25 @@ func (s *Server) Handle(ctx context.Context, _ *jsonrpc2.Conn, req *jsonrpc2.Req
 		return
 	}
 	s.answer(req.ID, result, err)
+	if r, ok := result.(NewSessionResponse); ok && err == nil {
+		s.advertiseCommands(r.SessionID)
+	}
+}
+
+// advertiseCommands tells the client a session's slash commands (after the
+// response that names the session).
+func (s *Server) advertiseCommands(id string) {
+	s.mu.Lock()
+	ls := s.sessions[id]
+	s.mu.Unlock()
+	if ls == nil || len(ls.s.Commands()) == 0 {
+		return
+	}
+	var cmds []AvailableCommand
+	for _, c := range ls.s.Commands() {
+		cmds = append(cmds, AvailableCommand{Name: c.Name, Description: c.Description})
+	}
+	s.notify("session/update", SessionNotification{SessionID: id, Update: AvailableCommandsUpdate{"available_commands_update", cmds}})
 }
 
 // errDeferred marks a request answered later (session/prompt, session/load).

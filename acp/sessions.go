@@ -105,6 +105,9 @@ func (s *Server) loadSession(ctx context.Context, id jsonrpc2.ID, params json.Ra
 		delete(s.loading, req.SessionID)
 		s.mu.Unlock()
 		s.answer(id, result, err)
+		if err == nil {
+			s.advertiseCommands(req.SessionID)
+		}
 	}()
 	return nil, errDeferred
 }

@@ -27,6 +27,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/dsh-acp/dsh-acp/agent"
 	"github.com/dsh-acp/dsh-acp/approval"
 	"github.com/dsh-acp/dsh-acp/capabilities"
 	"github.com/dsh-acp/dsh-acp/session"
@@ -628,6 +629,9 @@ func (s *FakeSession) Mode() string {
 }
 
 // SetMode implements Session with the agent's error texts.
+// Commands implements Session: the fake has no slash commands.
+func (s *FakeSession) Commands() []agent.Command { return nil }
+
 func (s *FakeSession) SetMode(id string) error {
 	ids, ok := s.Modes()
 	if !ok {

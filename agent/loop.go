@@ -55,7 +55,13 @@ func (s *Session) Prompt(ctx context.Context, text string) session.EndReason {
 	s.anchorKnobs()
 	s.log.Append(session.TypeUserMessage, session.Message{Content: []session.Block{session.TextBlock(text)}, Source: session.UserSource})
 	s.persist(ctx)
-	reason := s.runSteps(turnCtx, turn)
+	var reason session.EndReason
+	if c, args, ok := s.command(text); ok {
+		s.runCommand(turnCtx, c, args)
+		reason = session.EndReason{Kind: session.EndCompleted}
+	} else {
+		reason = s.runSteps(turnCtx, turn)
+	}
 	s.log.Append(session.TypeTurnEnd, session.TurnEnd{Turn: turn, Reason: reason})
 	s.persist(ctx)
 	return reason

@@ -45,6 +45,8 @@ type Config struct {
 	// Modes are the configured session modes besides default (nil = the
 	// mode service is not composed).
 	Modes []ModeDef
+	// Commands are the slash commands the agent handles itself.
+	Commands []Command
 }
 
 // Runtime creates and resumes sessions. It implements acp.Agent.

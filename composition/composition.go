@@ -17,6 +17,7 @@ import (
 	"github.com/dsh-acp/dsh-acp/capabilities/fs"
 	"github.com/dsh-acp/dsh-acp/capabilities/plan"
 	"github.com/dsh-acp/dsh-acp/capabilities/todo"
+	"github.com/dsh-acp/dsh-acp/capabilities/undo"
 	"github.com/dsh-acp/dsh-acp/sandbox"
 )
 
@@ -222,7 +223,13 @@ type knobs interface {
 func (c Composition) Registry(env capabilities.Env, deps Deps) *capabilities.Registry {
 	var tools []capabilities.Tool
 	if c.Has(FamilyFS) {
-		tools = append(tools, fs.New(fs.Options{Confine: !c.Upstream})...)
+		opts := fs.Options{Confine: !c.Upstream}
+		if c.Undo && env != nil {
+			opts.OnChange = func(_ context.Context, ch fs.Change) {
+				undo.Record(env.Log(), ch.CallID, ch.Path, ch.Existed, ch.Before, ch.After)
+			}
+		}
+		tools = append(tools, fs.New(opts)...)
 	}
 	if c.Has(FamilyBash) {
 		tools = append(tools, bash.New(c.bashOptions(deps))...)
@@ -277,6 +284,24 @@ type unconfinable struct{}
 
 func (unconfinable) Confine(_ context.Context, _ []string, p sandbox.Policy) (sandbox.Confined, error) {
 	return sandbox.Confined{}, &sandbox.UnavailableError{Mode: p.Mode}
+}
+
+// Commands returns the slash commands the composition mounts.
+func (c Composition) Commands() []agent.Command {
+	if !c.Undo {
+		return nil
+	}
+	return []agent.Command{{
+		Name:        "undo",
+		Description: "Revert the file changes of the agent's last turn (files you edited since are left alone)",
+		Run: func(ctx context.Context, s *agent.Session, _ string) string {
+			r, ok := undo.Revert(ctx, s.Log())
+			if !ok {
+				return undo.NothingToUndo
+			}
+			return undo.Report(r, s.Cwd())
+		},
+	}}
 }
 
 // ModeDefs returns the configured session modes (nil: not composed).

@@ -60,6 +60,7 @@ func (c Composition) NewServer(o ServerOptions) *acp.Server {
 		SandboxDefault: c.Sandbox,
 		Approval:       approvals,
 		Modes:          c.ModeDefs(),
+		Commands:       c.Commands(),
 	})
 	srv := acp.NewServer(acp.FromRuntime(rt), acp.Options{
 		AgentName:          "dsh-acp",

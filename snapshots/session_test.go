@@ -222,3 +222,57 @@ func TestCrashMidTurnIsRepairedOnLoad(t *testing.T) {
 	require.Contains(t, lines[3], `"type":"turn/end","seq":2`)
 	require.Contains(t, lines[3], `"data":{"turn":1,"reason":{"kind":"interrupted"}}`)
 }
+
+// TestUndoAfterCrash edits a file, crashes mid-turn, and reverts the edit
+// with /undo in a new process: the journal survived the crash.
+func TestUndoAfterCrash(t *testing.T) {
+	sessions, cwd, scripts := t.TempDir(), t.TempDir(), t.TempDir()
+	file := filepath.Join(cwd, "notes.txt")
+	require.NoError(t, os.WriteFile(file, []byte("old line\n"), 0o644))
+	call := func(id, name, args string) string {
+		return `{"kind":"chunks","chunks":[` +
+			`{"type":"block-start","index":0,"blockType":"tool-call"},` +
+			`{"type":"tool-call-delta","index":0,"id":"` + id + `","name":"` + name + `","argumentsDelta":` + strconvQuote(args) + `},` +
+			`{"type":"block-end","index":0,"block":{"type":"tool-call","id":"` + id + `","name":"` + name + `","arguments":` + strconvQuote(args) + `}},` +
+			`{"type":"finish","reason":{"kind":"tool-calls"}}]}`
+	}
+	override := "[" + call("c1", "read", `{"file_path":"notes.txt"}`) + "," +
+		call("c2", "edit", `{"file_path":"notes.txt","old_string":"old","new_string":"new"}`) + `,{"kind":"hang"}]`
+	overridePath := filepath.Join(scripts, "override.json")
+	require.NoError(t, os.WriteFile(overridePath, []byte(override), 0o644))
+	header := filepath.Join(scripts, "session.jsonl")
+	require.NoError(t, os.WriteFile(header, []byte(`{"type":"session","version":0,"id":"x","createdAt":0}`+"\n"), 0o644))
+
+	cmd, c := startBinary(t, cwd, "--composition", "default", "--sessions-root", sessions, "--model-replay", header, "--model-replay-override", overridePath)
+	callOK(t, c, "initialize", map[string]any{"protocolVersion": 1, "clientCapabilities": map[string]any{}})
+	var created struct {
+		SessionID string `json:"sessionId"`
+	}
+	require.NoError(t, json.Unmarshal(callOK(t, c, "session/new", map[string]any{"cwd": cwd, "mcpServers": []any{}}), &created))
+	c.request("session/prompt", promptParams(created.SessionID, "change old to new"))
+	select {
+	case <-c.chunkSignal: // the hang after the edit streams "partial"
+	case <-time.After(10 * time.Second):
+		t.Fatal("the turn never reached the hang")
+	}
+	data, err := os.ReadFile(file)
+	require.NoError(t, err)
+	require.Equal(t, "new line\n", string(data))
+	require.NoError(t, cmd.Process.Kill())
+	_ = cmd.Wait()
+
+	_, c2 := startBinary(t, cwd, "--composition", "default", "--sessions-root", sessions, "--model-replay", header)
+	callOK(t, c2, "initialize", map[string]any{"protocolVersion": 1, "clientCapabilities": map[string]any{}})
+	callOK(t, c2, "session/load", map[string]any{"sessionId": created.SessionID, "cwd": cwd, "mcpServers": []any{}})
+	callOK(t, c2, "session/prompt", promptParams(created.SessionID, "/undo"))
+	data, err = os.ReadFile(file)
+	require.NoError(t, err)
+	require.Equal(t, "old line\n", string(data))
+	got := updates(c2)
+	require.Contains(t, got[len(got)-1], `Undid the file changes of turn 1.\nRestored:\n- notes.txt`)
+}
+
+func strconvQuote(s string) string {
+	b, _ := json.Marshal(s)
+	return string(b)
+}

@@ -1,0 +1,648 @@
+package composition_test
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"iter"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/rs/zerolog"
+	"github.com/stretchr/testify/require"
+
+	"github.com/dsh-acp/dsh-acp/agent/llm"
+	"github.com/dsh-acp/dsh-acp/composition"
+	"github.com/dsh-acp/dsh-acp/sandbox"
+	"github.com/dsh-acp/dsh-acp/session"
+	"github.com/dsh-acp/dsh-acp/session/jsonl"
+)
+
+// TestMain lets the test binary serve as the Landlock launcher, as the real
+// binary does.
+func TestMain(m *testing.M) {
+	sandbox.MaybeRunHelper()
+	os.Exit(m.Run())
+}
+
+// waitFor bounds every wait in these tests.
+const waitFor = 10 * time.Second
+
+// ---------------------------------------------------------------------------
+// Scripted model.
+
+// toolCall is one call the scripted model makes.
+type toolCall struct {
+	Name string
+	Args string
+}
+
+// scriptedProvider is an llm.Provider whose first step of a turn makes the
+// tool calls scripted for the prompt text, and whose step after a tool
+// result answers "done". A prompt without a script answers "ok" at once.
+type scriptedProvider struct {
+	mu      sync.Mutex
+	calls   map[string][]toolCall // prompt text → calls of the first step
+	reqs    []*llm.Request
+	barrier map[string]*barrier // prompt text → rendezvous before streaming
+	gates   map[string]*gate    // prompt text → hold of the first step
+	nextID  int
+}
+
+// barrier holds every party until all have arrived (or the wait times out).
+type barrier struct {
+	mu      sync.Mutex
+	n       int
+	arrived int
+	all     chan struct{}
+	timeout bool
+}
+
+func newBarrier(n int) *barrier { return &barrier{n: n, all: make(chan struct{})} }
+
+func (b *barrier) wait() {
+	b.mu.Lock()
+	b.arrived++
+	if b.arrived == b.n {
+		close(b.all)
+	}
+	b.mu.Unlock()
+	select {
+	case <-b.all:
+	case <-time.After(waitFor):
+		b.mu.Lock()
+		b.timeout = true
+		b.mu.Unlock()
+	}
+}
+
+func (b *barrier) timedOut() bool {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.timeout
+}
+
+func newProvider() *scriptedProvider {
+	return &scriptedProvider{calls: map[string][]toolCall{}, barrier: map[string]*barrier{}, gates: map[string]*gate{}}
+}
+
+// gate holds the first step of a prompt: reached closes when the step
+// begins, and the step streams once release is closed (or the wait times out).
+type gate struct {
+	reached, release chan struct{}
+	once             sync.Once
+}
+
+// hold makes the first step of prompt wait for the gate.
+func (p *scriptedProvider) hold(prompt string) *gate {
+	g := &gate{reached: make(chan struct{}), release: make(chan struct{})}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.gates[prompt] = g
+	return g
+}
+
+// waitReached waits (bounded) until the held step began.
+func (g *gate) waitReached(t *testing.T) {
+	t.Helper()
+	select {
+	case <-g.reached:
+	case <-time.After(waitFor):
+		t.Fatal("the held model step never began")
+	}
+}
+
+func (g *gate) open() { g.once.Do(func() { close(g.release) }) }
+
+// script makes the model answer prompt with calls.
+func (p *scriptedProvider) script(prompt string, calls ...toolCall) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.calls[prompt] = calls
+}
+
+// rendezvous makes the first steps of prompts wait for each other.
+func (p *scriptedProvider) rendezvous(prompts ...string) *barrier {
+	b := newBarrier(len(prompts))
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	for _, pr := range prompts {
+		p.barrier[pr] = b
+	}
+	return b
+}
+
+func (p *scriptedProvider) requests() []*llm.Request {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return append([]*llm.Request(nil), p.reqs...)
+}
+
+// requestsFor returns the requests made for one session.
+func (p *scriptedProvider) requestsFor(sid string) []*llm.Request {
+	var out []*llm.Request
+	for _, r := range p.requests() {
+		if r.SessionID == sid {
+			out = append(out, r)
+		}
+	}
+	return out
+}
+
+// position reads the request: the prompt being answered, and whether a tool
+// result came after it (then the model wraps up).
+func position(req *llm.Request) (prompt string, afterTool bool) {
+	for i := len(req.Messages) - 1; i >= 0; i-- {
+		m := req.Messages[i]
+		if m.Role != "user" || len(m.Content) == 0 {
+			continue
+		}
+		if m.Content[0].Type == session.BlockToolResult {
+			afterTool = true
+			continue
+		}
+		if m.Content[0].Type == session.BlockText && !strings.HasPrefix(m.Content[0].Text, "<context ") &&
+			!strings.HasPrefix(m.Content[0].Text, "<steering ") {
+			return m.Content[0].Text, afterTool
+		}
+	}
+	return "", afterTool
+}
+
+func toolNames(req *llm.Request) []string {
+	out := []string{}
+	for _, t := range req.Tools {
+		out = append(out, t.Name)
+	}
+	return out
+}
+
+func (p *scriptedProvider) Stream(ctx context.Context, req *llm.Request) iter.Seq2[llm.Chunk, error] {
+	prompt, afterTool := position(req)
+	p.mu.Lock()
+	p.reqs = append(p.reqs, req)
+	calls := p.calls[prompt]
+	b := p.barrier[prompt]
+	var g *gate
+	if !afterTool && len(calls) > 0 {
+		g = p.gates[prompt]
+		delete(p.gates, prompt) // holds one step only
+	}
+	base := p.nextID
+	p.nextID += len(calls)
+	p.mu.Unlock()
+	return func(yield func(llm.Chunk, error) bool) {
+		var chunks []llm.Chunk
+		if afterTool || len(calls) == 0 {
+			text := "ok"
+			if afterTool {
+				text = "done"
+			}
+			chunks = []llm.Chunk{
+				{Type: llm.ChunkBlockStart, Index: 0, BlockType: session.BlockText},
+				{Type: llm.ChunkTextDelta, Index: 0, Text: text},
+				{Type: llm.ChunkBlockEnd, Index: 0, Block: &session.Block{Type: session.BlockText, Text: text}},
+				{Type: llm.ChunkUsage, Usage: &llm.Usage{InputTokens: 10, OutputTokens: 1}},
+				{Type: llm.ChunkFinish, Reason: &llm.FinishReason{Kind: llm.FinishStop}},
+			}
+		} else {
+			if b != nil {
+				b.wait()
+			}
+			if g != nil {
+				close(g.reached)
+				select {
+				case <-g.release:
+				case <-ctx.Done():
+				case <-time.After(waitFor):
+				}
+			}
+			for i, c := range calls {
+				name := c.Name
+				id := fmt.Sprintf("call_%d", base+i)
+				blk := session.Block{Type: session.BlockToolCall, ID: id, Name: name, Arguments: c.Args}
+				chunks = append(chunks,
+					llm.Chunk{Type: llm.ChunkBlockStart, Index: i, BlockType: session.BlockToolCall},
+					llm.Chunk{Type: llm.ChunkToolCallDelta, Index: i, ID: id, Name: &name, ArgumentsDelta: c.Args},
+					llm.Chunk{Type: llm.ChunkBlockEnd, Index: i, Block: &blk},
+				)
+			}
+			chunks = append(chunks, llm.Chunk{Type: llm.ChunkFinish, Reason: &llm.FinishReason{Kind: llm.FinishToolCalls}})
+		}
+		for _, c := range chunks {
+			if ctx.Err() != nil {
+				yield(llm.Chunk{Type: llm.ChunkFinish, Reason: &llm.FinishReason{Kind: llm.FinishAborted}}, nil)
+				return
+			}
+			if !yield(c, nil) {
+				return
+			}
+		}
+	}
+}
+
+// ---------------------------------------------------------------------------
+// Scripted ACP client.
+
+// frame is one JSON-RPC message.
+type frame struct {
+	ID     json.RawMessage `json:"id,omitempty"`
+	Method string          `json:"method,omitempty"`
+	Params json.RawMessage `json:"params,omitempty"`
+	Result json.RawMessage `json:"result,omitempty"`
+	Error  json.RawMessage `json:"error,omitempty"`
+}
+
+// agentAnswer answers an agent→client request: a result, or nil for a
+// method-not-found error.
+type agentAnswer func(method string, params json.RawMessage) any
+
+// client is a minimal ACP client: numbered requests, recorded inbound lines,
+// scripted answers to the agent's requests.
+type client struct {
+	t  *testing.T
+	in io.WriteCloser
+
+	wmu sync.Mutex
+
+	mu      sync.Mutex
+	nextID  int
+	pending map[string]chan frame
+	lines   []string // every line the agent wrote, in order
+	answer  agentAnswer
+}
+
+func newClient(t *testing.T, in io.WriteCloser, out io.Reader, answer agentAnswer) *client {
+	c := &client{t: t, in: in, pending: map[string]chan frame{}, answer: answer}
+	go c.read(out)
+	return c
+}
+
+func (c *client) read(out io.Reader) {
+	r := bufio.NewReaderSize(out, 1<<20)
+	for {
+		line, err := r.ReadBytes('\n')
+		line = bytes.TrimSpace(line)
+		if len(line) > 0 {
+			c.mu.Lock()
+			c.lines = append(c.lines, string(line))
+			c.mu.Unlock()
+			c.dispatch(line)
+		}
+		if err != nil {
+			c.mu.Lock()
+			for id, ch := range c.pending {
+				close(ch)
+				delete(c.pending, id)
+			}
+			c.mu.Unlock()
+			return
+		}
+	}
+}
+
+func (c *client) dispatch(line []byte) {
+	var f frame
+	if json.Unmarshal(line, &f) != nil {
+		return
+	}
+	hasID := len(f.ID) > 0 && string(f.ID) != "null"
+	switch {
+	case f.Method != "" && hasID:
+		var res any
+		if c.answer != nil {
+			res = c.answer(f.Method, f.Params)
+		}
+		if res == nil {
+			c.send(map[string]any{"jsonrpc": "2.0", "id": f.ID, "error": map[string]any{"code": -32601, "message": "Method not found: " + f.Method}})
+			return
+		}
+		c.send(map[string]any{"jsonrpc": "2.0", "id": f.ID, "result": res})
+	case f.Method != "":
+	default:
+		c.mu.Lock()
+		ch := c.pending[string(f.ID)]
+		delete(c.pending, string(f.ID))
+		c.mu.Unlock()
+		if ch != nil {
+			ch <- f
+		}
+	}
+}
+
+func (c *client) send(v any) {
+	b, err := json.Marshal(v)
+	if err != nil {
+		panic(err)
+	}
+	c.wmu.Lock()
+	defer c.wmu.Unlock()
+	_, _ = c.in.Write(append(b, '\n'))
+}
+
+// request sends a request and returns its id and the channel its response
+// arrives on.
+func (c *client) request(method string, params any) (int, <-chan frame) {
+	c.mu.Lock()
+	id := c.nextID
+	c.nextID++
+	ch := make(chan frame, 1)
+	c.pending[fmt.Sprint(id)] = ch
+	c.mu.Unlock()
+	c.send(map[string]any{"jsonrpc": "2.0", "id": id, "method": method, "params": params})
+	return id, ch
+}
+
+// await waits (bounded) for a response.
+func (c *client) await(ch <-chan frame, what string) frame {
+	c.t.Helper()
+	select {
+	case f, ok := <-ch:
+		require.True(c.t, ok, "%s: the agent closed its output before answering", what)
+		return f
+	case <-time.After(waitFor):
+		c.t.Fatalf("%s: no answer within %s", what, waitFor)
+	}
+	return frame{}
+}
+
+// call sends a request and requires a successful response.
+func (c *client) call(method string, params any) json.RawMessage {
+	c.t.Helper()
+	_, ch := c.request(method, params)
+	f := c.await(ch, method)
+	require.Empty(c.t, string(f.Error), "%s failed", method)
+	return f.Result
+}
+
+// snapshot returns the agent's lines so far.
+func (c *client) snapshot() []string {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return append([]string(nil), c.lines...)
+}
+
+// since returns the agent's lines written after mark lines.
+func (c *client) since(mark int) []string {
+	return c.snapshot()[mark:]
+}
+
+func (c *client) mark() int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return len(c.lines)
+}
+
+// updates returns the session/update payloads for sid among lines.
+func updates(lines []string, sid string) []string {
+	var out []string
+	for _, l := range lines {
+		var f struct {
+			Method string `json:"method"`
+			Params struct {
+				SessionID string          `json:"sessionId"`
+				Update    json.RawMessage `json:"update"`
+			} `json:"params"`
+		}
+		if json.Unmarshal([]byte(l), &f) == nil && f.Method == "session/update" && f.Params.SessionID == sid {
+			out = append(out, string(f.Params.Update))
+		}
+	}
+	return out
+}
+
+// agentRequests returns the agent→client requests named method among lines.
+func agentRequests(lines []string, method string) []frame {
+	var out []frame
+	for _, l := range lines {
+		var f frame
+		if json.Unmarshal([]byte(l), &f) == nil && f.Method == method && len(f.ID) > 0 {
+			out = append(out, f)
+		}
+	}
+	return out
+}
+
+// ---------------------------------------------------------------------------
+// Server.
+
+// server is one in-process composition server over pipes.
+type server struct {
+	c    *client
+	stop func()
+}
+
+// serve starts the named built-in composition's server on store, with the
+// real sandbox provider, and initializes it with clientCaps.
+func serve(t *testing.T, name string, store session.Store, launchDir string, p *scriptedProvider, clientCaps any, answer agentAnswer) *server {
+	t.Helper()
+	comp, ok := composition.Builtin(name)
+	require.True(t, ok, name)
+	confiner, err := sandbox.NewDefaultProvider()
+	require.NoError(t, err)
+	srv := comp.NewServer(composition.ServerOptions{Provider: p, Store: store, Log: zerolog.Nop(), Version: "test",
+		LaunchDir: launchDir, Confiner: confiner})
+	inR, inW := io.Pipe()
+	outR, outW := io.Pipe()
+	done := make(chan struct{})
+	go func() {
+		_ = srv.Serve(context.Background(), inR, outW)
+		_ = outW.Close()
+		close(done)
+	}()
+	c := newClient(t, inW, outR, answer)
+	var once sync.Once
+	stop := func() {
+		once.Do(func() {
+			_ = inW.Close()
+			select {
+			case <-done:
+			case <-time.After(waitFor):
+				t.Errorf("server did not stop within %s after stdin closed", waitFor)
+			}
+		})
+	}
+	t.Cleanup(stop)
+	c.call("initialize", map[string]any{"protocolVersion": 1, "clientCapabilities": clientCaps})
+	return &server{c: c, stop: stop}
+}
+
+// openStore opens a jsonl store on root.
+func openStore(t *testing.T, root string) *jsonl.Store {
+	t.Helper()
+	s, err := jsonl.Open(root)
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = s.Close() })
+	return s
+}
+
+// sessionResult is the result of session/new or session/load.
+type sessionResult struct {
+	SessionID     string `json:"sessionId"`
+	ConfigOptions []struct {
+		ID           string `json:"id"`
+		CurrentValue string `json:"currentValue"`
+	} `json:"configOptions"`
+	Modes *struct {
+		AvailableModes []struct {
+			ID string `json:"id"`
+		} `json:"availableModes"`
+		CurrentModeID string `json:"currentModeId"`
+	} `json:"modes"`
+}
+
+// values maps config option ids to their current values.
+func (r sessionResult) values() map[string]string {
+	out := map[string]string{}
+	for _, o := range r.ConfigOptions {
+		out[o.ID] = o.CurrentValue
+	}
+	return out
+}
+
+func decodeResult(t *testing.T, raw json.RawMessage) sessionResult {
+	t.Helper()
+	var r sessionResult
+	require.NoError(t, json.Unmarshal(raw, &r), string(raw))
+	return r
+}
+
+func (s *server) newSession(t *testing.T, cwd string) sessionResult {
+	t.Helper()
+	return decodeResult(t, s.c.call("session/new", map[string]any{"cwd": cwd, "mcpServers": []any{}}))
+}
+
+func (s *server) loadSession(t *testing.T, sid, cwd string) sessionResult {
+	t.Helper()
+	return decodeResult(t, s.c.call("session/load", map[string]any{"sessionId": sid, "cwd": cwd, "mcpServers": []any{}}))
+}
+
+func (s *server) setConfig(t *testing.T, sid, id, value string) sessionResult {
+	t.Helper()
+	return decodeResult(t, s.c.call("session/set_config_option", map[string]any{"sessionId": sid, "configId": id, "value": value}))
+}
+
+func (s *server) setMode(t *testing.T, sid, mode string) {
+	t.Helper()
+	require.JSONEq(t, `{}`, string(s.c.call("session/set_mode", map[string]any{"sessionId": sid, "modeId": mode})))
+}
+
+func promptParams(sid, text string) map[string]any {
+	return map[string]any{"sessionId": sid, "prompt": []map[string]any{{"type": "text", "text": text}}}
+}
+
+// prompt runs one prompt and returns its stop reason and the lines the agent
+// wrote while it ran.
+func (s *server) prompt(t *testing.T, sid, text string) (string, []string) {
+	t.Helper()
+	mark := s.c.mark()
+	_, ch := s.c.request("session/prompt", promptParams(sid, text))
+	f := s.c.await(ch, "session/prompt "+text)
+	require.Empty(t, string(f.Error), "prompt %q failed", text)
+	var r struct {
+		StopReason string `json:"stopReason"`
+	}
+	require.NoError(t, json.Unmarshal(f.Result, &r))
+	return r.StopReason, s.c.since(mark)
+}
+
+// ---------------------------------------------------------------------------
+// Session logs.
+
+// event is one line of a stored session log.
+type event struct {
+	Type string          `json:"type"`
+	Seq  int             `json:"seq"`
+	Data json.RawMessage `json:"data"`
+}
+
+// readLog reads a session's stored events from a jsonl store root.
+func readLog(t *testing.T, root, sid string) []event {
+	t.Helper()
+	files, err := filepath.Glob(filepath.Join(root, "*", sid+".jsonl"))
+	require.NoError(t, err)
+	require.Len(t, files, 1, "log file of session %s", sid)
+	data, err := os.ReadFile(files[0])
+	require.NoError(t, err)
+	var out []event
+	for i, l := range strings.Split(strings.TrimSpace(string(data)), "\n") {
+		if i == 0 {
+			continue // header
+		}
+		var e event
+		require.NoError(t, json.Unmarshal([]byte(l), &e), l)
+		out = append(out, e)
+	}
+	return out
+}
+
+// types lists event types, skipping assistant chunks.
+func types(evs []event) []string {
+	var out []string
+	for _, e := range evs {
+		if e.Type != "assistant/chunk" {
+			out = append(out, e.Type)
+		}
+	}
+	return out
+}
+
+// ofType returns the data of every event of typ.
+func ofType(evs []event, typ string) []string {
+	var out []string
+	for _, e := range evs {
+		if e.Type == typ {
+			out = append(out, string(e.Data))
+		}
+	}
+	return out
+}
+
+// toolResult is a tool/result payload.
+type toolResult struct {
+	CallID  string `json:"callId"`
+	Content []struct {
+		Type string `json:"type"`
+		Text string `json:"text"`
+	} `json:"content"`
+	IsError bool            `json:"isError"`
+	Error   json.RawMessage `json:"error"`
+}
+
+func (r toolResult) text() string {
+	var b strings.Builder
+	for _, c := range r.Content {
+		b.WriteString(c.Text)
+	}
+	return b.String()
+}
+
+// toolResults decodes every tool/result of a log.
+func toolResults(t *testing.T, evs []event) []toolResult {
+	t.Helper()
+	var out []toolResult
+	for _, d := range ofType(evs, "tool/result") {
+		var r toolResult
+		require.NoError(t, json.Unmarshal([]byte(d), &r))
+		out = append(out, r)
+	}
+	return out
+}
+
+func exists(path string) bool {
+	_, err := os.Stat(path)
+	return !errors.Is(err, os.ErrNotExist)
+}
+
+func jsonString(s string) string {
+	b, _ := json.Marshal(s)
+	return string(b)
+}
