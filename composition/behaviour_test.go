@@ -140,6 +140,9 @@ func TestRestartReloadsKnobsFromLog(t *testing.T) {
 	assert.Equal(t, "end_turn", stop)
 	stop, _ = srv.prompt(t, s2.SessionID, "hello two")
 	assert.Equal(t, "end_turn", stop)
+	// A switch held while idle is not in the log, so a restart loses it.
+	r = srv.setConfig(t, s2.SessionID, "approval-policy", "never")
+	assert.Equal(t, map[string]string{"sandbox-mode": "workspace-write", "approval-policy": "never"}, r.values())
 	srv.stop()
 	require.NoError(t, store.Close())
 
@@ -179,6 +182,15 @@ func TestRestartReloadsKnobsFromLog(t *testing.T) {
 	reqs = p2.requestsFor(s2.SessionID)
 	require.NotEmpty(t, reqs)
 	assert.NotContains(t, reqs[0].System, "Approval prompts are off in this session")
+	// The model already knew the policy before the restart: no narration.
+	for _, m := range ofType(readLog(t, root, s1.SessionID), "context/message") {
+		assert.NotContains(t, m, "approval policy changed")
+	}
+	// Nothing was re-anchored: the logged values were already current.
+	log1 = readLog(t, root, s1.SessionID)
+	assert.Len(t, ofType(log1, "bash/sandbox-mode"), 1)
+	assert.Len(t, ofType(log1, "approval/policy"), 1)
+	assert.Empty(t, ofType(readLog(t, root, s2.SessionID), "approval/policy"))
 }
 
 const planDenial = `Error: tool "%s" is not available in plan mode; continue planning and present your plan with exit_plan_mode when ready`
@@ -200,7 +212,16 @@ func TestPlanModeDeniesWritesAndFiltersTools(t *testing.T) {
 			require.NoError(t, os.WriteFile(keep, []byte("original\n"), 0o644))
 			writeArgs, _ := json.Marshal(map[string]string{"file_path": target, "content": "planned\n"})
 			editArgs, _ := json.Marshal(map[string]string{"file_path": keep, "old_string": "original", "new_string": "changed"})
-			p.script("make changes", toolCall{Name: "write", Args: string(writeArgs)}, toolCall{Name: "edit", Args: string(editArgs)})
+			calls := []toolCall{{Name: "write", Args: string(writeArgs)}, {Name: "edit", Args: string(editArgs)}}
+			denied := []string{"write", "edit"}
+			shellFile := filepath.Join(ws, "shell.txt")
+			if comp == "default" {
+				// bash is mounted here, and an unregistered name is denied
+				// by the gate too (not reported as an unknown tool).
+				calls = append(calls, bashWrite(shellFile, "shell"), toolCall{Name: "no_such_tool", Args: `{}`})
+				denied = append(denied, "bash", "no_such_tool")
+			}
+			p.script("make changes", calls...)
 
 			srv.setMode(t, s.SessionID, "plan")
 			stop, lines := srv.prompt(t, s.SessionID, "make changes")
@@ -215,9 +236,10 @@ func TestPlanModeDeniesWritesAndFiltersTools(t *testing.T) {
 			evs := readLog(t, root, s.SessionID)
 			assert.Equal(t, []string{"turn/start", "mode/set", "user/message"}, types(evs)[:3])
 			assert.Equal(t, []string{`{"mode":"plan"}`}, ofType(evs, "mode/set"))
+			assert.NoFileExists(t, shellFile)
 			rs := toolResults(t, evs)
-			require.Len(t, rs, 2)
-			for i, name := range []string{"write", "edit"} {
+			require.Len(t, rs, len(denied))
+			for i, name := range denied {
 				want := strings.Replace(planDenial, "%s", name, 1)
 				assert.Equal(t, want, rs[i].text())
 				assert.True(t, rs[i].IsError)
@@ -355,6 +377,151 @@ func TestExitPlanModeElicitation(t *testing.T) {
 		assert.NotContains(t, toolNames(mreqs[1]), "exit_plan_mode")
 
 	})
+}
+
+// The plan review's other answers keep the session planning.
+func TestExitPlanModeNotApproved(t *testing.T) {
+	cases := []struct {
+		name   string
+		answer map[string]any
+		text   string
+		err    string
+	}{
+		{"keep planning", map[string]any{"action": "accept", "content": map[string]any{"choice": "Keep planning"}},
+			"Error: The user chose to keep planning; revise the plan and present it again.", ""},
+		{"custom feedback empties the choice", map[string]any{"action": "accept", "content": map[string]any{"choice": "Approve", "custom": "add tests first"}},
+			"Error: The user chose to keep planning; their feedback: add tests first", ""},
+		{"cancelled", map[string]any{"action": "cancel"},
+			"Error: ask_user_question was cancelled by the user", `{"name":"UserInteractionError","code":"ASK_CANCELLED"}`},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			root, ws := t.TempDir(), t.TempDir()
+			p := newProvider()
+			answer := func(method string, _ json.RawMessage) any {
+				if method != "elicitation/create" {
+					return nil
+				}
+				return tc.answer
+			}
+			srv := serve(t, "plan-acp-agent", openStore(t, root), ws, p, map[string]any{"elicitation": map[string]any{"form": map[string]any{}}}, answer)
+			s := srv.newSession(t, ws)
+			srv.setMode(t, s.SessionID, "plan")
+			p.script("present the plan", exitPlan())
+			stop, lines := srv.prompt(t, s.SessionID, "present the plan")
+			assert.Equal(t, "end_turn", stop)
+			assert.Len(t, agentRequests(lines, "elicitation/create"), 1)
+
+			evs := readLog(t, root, s.SessionID)
+			rs := toolResults(t, evs)
+			require.Len(t, rs, 1)
+			assert.Equal(t, tc.text, rs[0].text())
+			assert.True(t, rs[0].IsError)
+			if tc.err == "" {
+				assert.Empty(t, string(rs[0].Error))
+			} else {
+				assert.JSONEq(t, tc.err, string(rs[0].Error))
+			}
+			assert.Equal(t, []string{`{"mode":"plan"}`}, ofType(evs, "mode/set"))
+			for _, u := range updates(lines, s.SessionID) {
+				assert.NotContains(t, u, "current_mode_update")
+			}
+			reqs := p.requestsFor(s.SessionID)
+			require.Len(t, reqs, 2)
+			assert.Equal(t, []string{"exit_plan_mode", "read", "todo_write"}, toolNames(reqs[1]))
+		})
+	}
+}
+
+// A sandbox switch made while a turn is open is logged at once, and the
+// turn's next bash call runs under it.
+func TestSandboxSwitchDuringTurnAppliesAtOnce(t *testing.T) {
+	root, ws := t.TempDir(), t.TempDir()
+	p := newProvider()
+	srv := serve(t, "sandbox-acp-agent", openStore(t, root), ws, p, map[string]any{}, nil)
+	s := srv.newSession(t, ws)
+	file := filepath.Join(ws, "mid.txt")
+	p.script("write mid-turn", bashWrite(file, "mid"))
+	g := p.hold("write mid-turn")
+	defer g.open()
+
+	_, ch := srv.c.request("session/prompt", promptParams(s.SessionID, "write mid-turn"))
+	g.waitReached(t)
+	r := srv.setConfig(t, s.SessionID, "sandbox-mode", "workspace-write")
+	assert.Equal(t, "workspace-write", r.values()["sandbox-mode"])
+	g.open()
+	f := srv.c.await(ch, "prompt")
+	assert.JSONEq(t, `{"stopReason":"end_turn"}`, string(f.Result), string(f.Error))
+
+	assert.FileExists(t, file)
+	assert.Equal(t, "mid\n", lastResult(t, root, s.SessionID).text())
+	evs := readLog(t, root, s.SessionID)
+	ts := types(evs)
+	iKnob, iHeader, iCall := indexOf(ts, "bash/sandbox-mode"), indexOf(ts, "request/header"), indexOf(ts, "tool/call")
+	require.True(t, iKnob >= 0, "%v", ts)
+	assert.Less(t, iHeader, iKnob)
+	assert.Less(t, iKnob, iCall)
+
+	// The next turn does not log it again.
+	stop, _ := srv.prompt(t, s.SessionID, "hello")
+	assert.Equal(t, "end_turn", stop)
+	assert.Equal(t, []string{`{"mode":"workspace-write"}`}, ofType(readLog(t, root, s.SessionID), "bash/sandbox-mode"))
+}
+
+// A mode switch made during a step is flushed at its step/end: the step's
+// own calls are still gated by the logged plan mode, the next step gets the
+// full toolset and a notice, and the client hears of the switch only once.
+func TestModeSwitchDuringTurnFlushesAtStepEnd(t *testing.T) {
+	root, ws := t.TempDir(), t.TempDir()
+	p := newProvider()
+	srv := serve(t, "default", openStore(t, root), ws, p, map[string]any{}, nil)
+	s := srv.newSession(t, ws)
+	srv.setMode(t, s.SessionID, "plan")
+	target := filepath.Join(ws, "early.txt")
+	args, _ := json.Marshal(map[string]string{"file_path": target, "content": "too early\n"})
+	p.script("switch mid-step", toolCall{Name: "write", Args: string(args)})
+	g := p.hold("switch mid-step")
+	defer g.open()
+
+	mark := srv.c.mark()
+	_, ch := srv.c.request("session/prompt", promptParams(s.SessionID, "switch mid-step"))
+	g.waitReached(t)
+	srv.setMode(t, s.SessionID, "default")
+	g.open()
+	f := srv.c.await(ch, "prompt")
+	assert.JSONEq(t, `{"stopReason":"end_turn"}`, string(f.Result), string(f.Error))
+	lines := srv.c.since(mark)
+
+	assert.NoFileExists(t, target)
+	evs := readLog(t, root, s.SessionID)
+	rs := toolResults(t, evs)
+	require.Len(t, rs, 1)
+	assert.Equal(t, strings.Replace(planDenial, "%s", "write", 1), rs[0].text())
+
+	ts := types(evs)
+	assert.Equal(t, []string{`{"mode":"plan"}`, `{"mode":"default"}`}, ofType(evs, "mode/set"))
+	i := indexOf(ts, "step/end")
+	require.True(t, i >= 0 && i+3 < len(ts), "%v", ts)
+	assert.Equal(t, []string{"step/end", "mode/set", "context/message", "step/start"}, ts[i:i+4])
+	notices := ofType(evs, "context/message")
+	require.Len(t, notices, 1)
+	assert.Contains(t, notices[0], "The user switched this session back to the default mode.")
+	assert.Contains(t, notices[0], `"source":{"kind":"plugin","plugin":"mode"}`)
+
+	reqs := p.requestsFor(s.SessionID)
+	require.Len(t, reqs, 2)
+	assert.Equal(t, []string{"exit_plan_mode", "read", "todo_write"}, toolNames(reqs[0]))
+	assert.Contains(t, toolNames(reqs[1]), "write")
+	assert.NotContains(t, toolNames(reqs[1]), "exit_plan_mode")
+
+	n := 0
+	for _, u := range updates(lines, s.SessionID) {
+		if strings.Contains(u, "current_mode_update") {
+			n++
+			assert.Equal(t, `{"sessionUpdate":"current_mode_update","currentModeId":"default"}`, u)
+		}
+	}
+	assert.Equal(t, 1, n, "the flush of a mode the client selected is silent")
 }
 
 // 5. The mode survives a restart: session/load folds it from the log.

@@ -13,6 +13,7 @@ import (
 
 	"github.com/dsh-acp/dsh-acp/agent"
 	"github.com/dsh-acp/dsh-acp/capabilities"
+	"github.com/dsh-acp/dsh-acp/capabilities/ask"
 	"github.com/dsh-acp/dsh-acp/capabilities/bash"
 	"github.com/dsh-acp/dsh-acp/capabilities/fs"
 	"github.com/dsh-acp/dsh-acp/capabilities/plan"
@@ -30,6 +31,7 @@ const (
 	FamilyWorkflow = "workflow" // workflow
 	FamilyRunCode  = "run_code" // run_code
 	FamilyPlan     = "plan"     // exit_plan_mode
+	FamilyAsk      = "ask"      // ask_user_question
 )
 
 // Composition is one server configuration.
@@ -78,7 +80,7 @@ func Builtin(name string) (Composition, bool) {
 	case "default":
 		return Composition{Name: "default", Model: DefaultModel, Persona: codingPersona, Hooks: true, Undo: true, Modes: true,
 			Sandbox: "workspace-write", Approval: "ask",
-			Tools: []string{FamilyFS, FamilyBash, FamilyTodo, FamilyPlan, FamilySubagent, FamilyWorkflow}}, true
+			Tools: []string{FamilyFS, FamilyBash, FamilyTodo, FamilyPlan, FamilyAsk, FamilySubagent, FamilyWorkflow}}, true
 	case "acp-agent":
 		return acpAgent, true
 	case "acp-agent-code-mode":
@@ -142,7 +144,7 @@ func Load(nameOrFile string) (Composition, error) {
 
 // Validate checks the composition's values.
 func (c Composition) Validate() error {
-	known := map[string]bool{FamilyFS: true, FamilyBash: true, FamilyTodo: true, FamilySubagent: true, FamilyWorkflow: true, FamilyRunCode: true, FamilyPlan: true}
+	known := map[string]bool{FamilyAsk: true, FamilyFS: true, FamilyBash: true, FamilyTodo: true, FamilySubagent: true, FamilyWorkflow: true, FamilyRunCode: true, FamilyPlan: true}
 	for _, t := range c.Tools {
 		if !known[t] {
 			return fmt.Errorf("composition %s: unknown tool family %q", c.Name, t)
@@ -236,6 +238,9 @@ func (c Composition) Registry(env capabilities.Env, deps Deps) *capabilities.Reg
 	}
 	if c.Has(FamilyTodo) {
 		tools = append(tools, todo.Tool{})
+	}
+	if c.Has(FamilyAsk) {
+		tools = append(tools, ask.Tool{Asker: deps.Asker})
 	}
 	if c.Has(FamilyPlan) {
 		tools = append(tools, plan.Tool{Asker: deps.Asker})

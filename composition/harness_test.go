@@ -646,3 +646,22 @@ func jsonString(s string) string {
 	b, _ := json.Marshal(s)
 	return string(b)
 }
+
+// roundtrip sends a request, waits for its response, and returns the
+// response exactly as written, plus the lines written before it since the
+// request was sent.
+func (c *client) roundtrip(method string, params any) (string, []string) {
+	c.t.Helper()
+	mark := c.mark()
+	id, ch := c.request(method, params)
+	c.await(ch, method)
+	prefix := fmt.Sprintf(`{"jsonrpc":"2.0","id":%d,`, id)
+	lines := c.since(mark)
+	for i, l := range lines {
+		if strings.HasPrefix(l, prefix) && !strings.Contains(l[:min(len(l), len(prefix)+12)], `"method"`) {
+			return l, lines[:i]
+		}
+	}
+	c.t.Fatalf("%s: response line %d not found", method, id)
+	return "", nil
+}
