@@ -30,6 +30,7 @@ import (
 	"github.com/dsh-acp/dsh-acp/agent"
 	"github.com/dsh-acp/dsh-acp/approval"
 	"github.com/dsh-acp/dsh-acp/capabilities"
+	"github.com/dsh-acp/dsh-acp/internal/acpschema"
 	"github.com/dsh-acp/dsh-acp/session"
 )
 
@@ -115,7 +116,7 @@ func (h *Harness) readLoop(r io.Reader) {
 		if len(line) > 0 {
 			h.mu.Lock()
 			if line[len(line)-1] != '\n' {
-				h.badEnds = append(h.badEnds, clipLine(line))
+				h.badEnds = append(h.badEnds, acpschema.ClipLine(line))
 			}
 			h.lines = append(h.lines, bytes.TrimSuffix(line, []byte("\n")))
 			h.mu.Unlock()
@@ -401,7 +402,7 @@ type WireFrame struct {
 func ParseWireFrame(tb testing.TB, line []byte) WireFrame {
 	tb.Helper()
 	var f WireFrame
-	require.NoError(tb, json.Unmarshal(line, &f), "output line is not JSON: %s", clipLine(line))
+	require.NoError(tb, json.Unmarshal(line, &f), "output line is not JSON: %s", acpschema.ClipLine(line))
 	f.Raw = line
 	return f
 }

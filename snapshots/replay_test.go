@@ -54,6 +54,7 @@ func TestUpstreamScenariosReplayInProcess(t *testing.T) {
 			require.NoError(t, err)
 			r := Run(context.Background(), sc, InProcess{Version: "test"}, Options{Timeout: 30 * time.Second})
 			require.True(t, r.Passed, "%s\n%s", r.Message, r.Diff)
+			validateTimeline(t, r.Timeline)
 		})
 	}
 }
@@ -103,6 +104,7 @@ func TestOwnScenarios(t *testing.T) {
 			t.Parallel()
 			r := Run(context.Background(), sc, InProcess{Version: "test"}, Options{Timeout: 30 * time.Second})
 			require.True(t, r.Passed, "%s\n%s", r.Message, r.Diff)
+			validateTimeline(t, r.Timeline)
 		})
 	}
 }

@@ -135,6 +135,8 @@ type Result struct {
 	Diff string
 	// Transcript is the readable conversation (with Options.Transcript).
 	Transcript string
+	// Timeline is every line exchanged with the agent, in order.
+	Timeline []Message
 }
 
 // Options tune a run.
@@ -200,10 +202,11 @@ func Run(ctx context.Context, sc *Scenario, l Launcher, o Options) Result {
 	case <-c.readDone:
 	case <-time.After(2 * time.Second):
 	}
+	c.mu.Lock()
+	res.Timeline = append([]Message(nil), c.timeline...)
+	c.mu.Unlock()
 	if o.Transcript {
-		c.mu.Lock()
-		res.Transcript = Transcript(c.timeline)
-		c.mu.Unlock()
+		res.Transcript = Transcript(res.Timeline)
 	}
 	if stepErr != nil {
 		res.Message = stepErr.Error() + stderrTail(run.Stderr())
