@@ -15,7 +15,7 @@ func (s *Server) initialize(params json.RawMessage) (any, error) {
 	}
 	s.mu.Lock()
 	s.terminalOutput = terminal
-	s.elicitation = req.ClientCapabilities.Elicitation != nil
+	s.elicitation = req.ClientCapabilities.Elicitation != nil && req.ClientCapabilities.Elicitation.Form != nil
 	s.mu.Unlock()
 	return InitializeResponse{
 		ProtocolVersion: ProtocolVersion,

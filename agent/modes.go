@@ -138,6 +138,9 @@ func (s *Session) flushMode() {
 // noticeUndefinedMode tells the model once per session and mode that its
 // logged mode no longer exists.
 func (s *Session) noticeUndefinedMode() {
+	if s.rt.cfg.Modes == nil {
+		return // no mode service: modes mean nothing here
+	}
 	m := foldMode(s.log.Events())
 	if m == DefaultMode {
 		return

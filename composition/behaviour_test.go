@@ -21,8 +21,7 @@ func bashWrite(path, text string) toolCall {
 	return toolCall{Name: "bash", Args: string(args)}
 }
 
-// lastResult returns the single tool result of a log whose call id is the
-// one the client saw last for the session (the most recent tool/result).
+// lastResult returns the most recent tool/result in a session's stored log.
 func lastResult(t *testing.T, root, sid string) toolResult {
 	t.Helper()
 	rs := toolResults(t, readLog(t, root, sid))

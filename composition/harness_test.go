@@ -265,6 +265,9 @@ type frame struct {
 // method-not-found error.
 type agentAnswer func(method string, params json.RawMessage) any
 
+// noReply, returned by an agentAnswer, leaves the agent's request unanswered.
+type noReply struct{}
+
 // client is a minimal ACP client: numbered requests, recorded inbound lines,
 // scripted answers to the agent's requests.
 type client struct {
@@ -320,6 +323,9 @@ func (c *client) dispatch(line []byte) {
 		var res any
 		if c.answer != nil {
 			res = c.answer(f.Method, f.Params)
+		}
+		if _, ok := res.(noReply); ok {
+			return
 		}
 		if res == nil {
 			c.send(map[string]any{"jsonrpc": "2.0", "id": f.ID, "error": map[string]any{"code": -32601, "message": "Method not found: " + f.Method}})

@@ -6,7 +6,9 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -45,6 +47,13 @@ func TestCompositionSurfaces(t *testing.T) {
 			root, ws := t.TempDir(), t.TempDir()
 			srv := serve(t, c.comp, openStore(t, root), ws, newProvider(), map[string]any{}, nil)
 			cl := srv.c
+			idOf := func(l string) int {
+				var f frame
+				require.NoError(t, json.Unmarshal([]byte(l), &f))
+				var n int
+				require.NoError(t, json.Unmarshal(f.ID, &n))
+				return n
+			}
 			resp, _ := cl.roundtrip("session/new", map[string]any{"cwd": ws, "mcpServers": []any{}})
 			var nr sessionResult
 			var f frame
@@ -59,19 +68,11 @@ func TestCompositionSurfaces(t *testing.T) {
 				want += "," + fmt.Sprintf(planModes, "default")
 			}
 			want += "}"
-			id := strings.TrimSuffix(strings.TrimPrefix(resp, `{"jsonrpc":"2.0","id":`), `,"result":`+want+`}`)
-			assert.Equal(t, `{"jsonrpc":"2.0","id":`+id+`,"result":`+want+`}`, resp)
+			assert.Equal(t, fmt.Sprintf(`{"jsonrpc":"2.0","id":%d,"result":%s}`, idOf(resp), want), resp)
 
 			set := func(configID string, value any) string {
 				l, _ := cl.roundtrip("session/set_config_option", map[string]any{"sessionId": sid, "configId": configID, "value": value})
 				return l
-			}
-			idOf := func(l string) int {
-				var f frame
-				require.NoError(t, json.Unmarshal([]byte(l), &f))
-				var n int
-				require.NoError(t, json.Unmarshal(f.ID, &n))
-				return n
 			}
 			l := set("reasoning-effort", "high")
 			assert.Equal(t, errResp(idOf(l), `Invalid params: unknown config option "reasoning-effort"`), l)
@@ -288,4 +289,434 @@ func TestSandboxWorkspaceRoot(t *testing.T) {
 			_ = os.Remove(inLaunch)
 		})
 	}
+}
+
+// A policy switch made while a turn runs is logged at once and narrated
+// before the turn's next step.
+func TestApprovalPolicySwitchDuringTurnIsNarratedNextStep(t *testing.T) {
+	root, ws := t.TempDir(), t.TempDir()
+	p := newProvider()
+	srv := serve(t, "sandbox-acp-agent", openStore(t, root), ws, p, map[string]any{}, nil)
+	sid := srv.newSession(t, ws).SessionID
+	args, _ := json.Marshal(map[string]string{"command": "true", "description": "nothing"})
+	p.script("switch now", toolCall{Name: "bash", Args: string(args)})
+	g := p.hold("switch now")
+	defer g.open()
+	_, ch := srv.c.request("session/prompt", promptParams(sid, "switch now"))
+	g.waitReached(t)
+	srv.setConfig(t, sid, "approval-policy", "never")
+	g.open()
+	f := srv.c.await(ch, "prompt")
+	assert.JSONEq(t, `{"stopReason":"end_turn"}`, string(f.Result), string(f.Error))
+
+	ts := types(readLog(t, root, sid))
+	i := indexOf(ts, "step/end")
+	require.True(t, i >= 0 && i+3 < len(ts), "%v", ts)
+	assert.Equal(t, []string{"step/end", "context/message", "step/start", "request/header-delta"}, ts[i:i+4])
+	iPolicy := indexOf(ts, "approval/policy")
+	assert.True(t, iPolicy > indexOf(ts, "request/header") && iPolicy < i, "%v", ts)
+	msgs := ofType(readLog(t, root, sid), "context/message")
+	require.Len(t, msgs, 1)
+	assert.Contains(t, msgs[0], `The approval policy changed from \"ask\" to \"never\" (changed by the user).`)
+	reqs := p.requestsFor(sid)
+	require.Len(t, reqs, 2)
+	assert.NotContains(t, reqs[0].System, "Approval prompts are off")
+	assert.Contains(t, reqs[1].System, "Approval prompts are off")
+}
+
+// waitLog polls a session's stored log until cond holds (bounded).
+func waitLog(t *testing.T, root, sid string, cond func([]event) bool) []event {
+	t.Helper()
+	deadline := time.Now().Add(waitFor)
+	for {
+		evs := readLog(t, root, sid)
+		if cond(evs) {
+			return evs
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("log condition not met within %s: %v", waitFor, types(evs))
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+func hasTurnEnd(evs []event) bool { return len(ofType(evs, "turn/end")) > 0 }
+
+// An unanswered agent request never wedges a session: session/cancel and
+// client EOF both resolve it internally.
+func TestUnansweredAgentRequests(t *testing.T) {
+	type setup struct {
+		name   string
+		comp   string
+		method string
+		caps   map[string]any
+		call   func(ws string) toolCall
+		mode   string
+	}
+	setups := []setup{
+		{name: "plan review", comp: "default", method: "elicitation/create", mode: "plan",
+			caps: map[string]any{"elicitation": map[string]any{"form": map[string]any{}}},
+			call: func(string) toolCall { return exitPlan() }},
+		{name: "escalation", comp: "sandbox-acp-agent", method: "session/request_permission", caps: map[string]any{},
+			call: func(ws string) toolCall {
+				args, _ := json.Marshal(map[string]string{"command": "touch " + filepath.Join(ws, "x"), "description": "touch x",
+					"sandbox_permissions": "workspace-write", "justification": "needed"})
+				return toolCall{Name: "bash", Args: string(args)}
+			}},
+	}
+	for _, su := range setups {
+		for _, how := range []string{"cancel", "eof"} {
+			t.Run(su.name+"/"+how, func(t *testing.T) {
+				root, ws := t.TempDir(), t.TempDir()
+				p := newProvider()
+				asked := make(chan struct{}, 1)
+				answer := func(method string, _ json.RawMessage) any {
+					if method == su.method {
+						select {
+						case asked <- struct{}{}:
+						default:
+						}
+					}
+					return noReply{}
+				}
+				srv := serve(t, su.comp, openStore(t, root), ws, p, su.caps, answer)
+				sid := srv.newSession(t, ws).SessionID
+				if su.mode != "" {
+					srv.setMode(t, sid, su.mode)
+				}
+				p.script("ask", su.call(ws))
+				_, ch := srv.c.request("session/prompt", promptParams(sid, "ask"))
+				select {
+				case <-asked:
+				case <-time.After(waitFor):
+					t.Fatalf("no %s request reached the client", su.method)
+				}
+				var evs []event
+				if how == "cancel" {
+					srv.c.send(map[string]any{"jsonrpc": "2.0", "method": "session/cancel", "params": map[string]any{"sessionId": sid}})
+					f := srv.c.await(ch, "cancelled prompt")
+					assert.JSONEq(t, `{"stopReason":"cancelled"}`, string(f.Result), string(f.Error))
+					evs = waitLog(t, root, sid, hasTurnEnd)
+					assert.JSONEq(t, `{"turn":1,"reason":{"kind":"aborted","reason":"session/cancel"}}`, ofType(evs, "turn/end")[0])
+				} else {
+					srv.stop() // bounded: fails the test if Serve does not return
+					evs = readLog(t, root, sid)
+					require.True(t, hasTurnEnd(evs), "%v", types(evs))
+					assert.JSONEq(t, `{"turn":1,"reason":{"kind":"disposed"}}`, ofType(evs, "turn/end")[0])
+				}
+				rs := toolResults(t, evs)
+				require.Len(t, rs, 1)
+				assert.True(t, rs[0].IsError)
+				// On cancel the request resolves as aborted/cancelled. On EOF
+				// the connection is gone too, and whichever the waiting tool
+				// sees first wins: the transport failure (acp-bridge §§ 13,
+				// 14: unavailable / ASK_FAILED) or the disposal's abort.
+				if su.method == "elicitation/create" {
+					aborted := `{"name":"UserInteractionError","code":"ASK_ABORTED"}`
+					want := map[string]string{"Error: ask_user_question was aborted before the user answered": aborted}
+					if how == "eof" {
+						want["Error: ACP elicitation request failed"] = `{"name":"UserInteractionError","code":"ASK_FAILED"}`
+					}
+					code, ok := want[rs[0].text()]
+					assert.True(t, ok, "unexpected result %q", rs[0].text())
+					if ok {
+						assert.JSONEq(t, code, string(rs[0].Error))
+					}
+					assert.Equal(t, []string{`{"mode":"plan"}`}, ofType(evs, "mode/set"))
+				} else {
+					want := map[string]string{`Error: approval for escalating to "workspace-write" was cancelled`: "cancelled"}
+					if how == "eof" {
+						want[`Error: sandbox escalation to "workspace-write" requires approval, but no approval channel is available`] = "unavailable"
+					}
+					outcome, ok := want[rs[0].text()]
+					assert.True(t, ok, "unexpected result %q", rs[0].text())
+					decided := ofType(evs, "approval/decided")
+					require.Len(t, decided, 1)
+					assert.Contains(t, decided[0], `"outcome":"`+outcome+`"`)
+					assert.NoFileExists(t, filepath.Join(ws, "x"))
+				}
+				if how == "cancel" {
+					// The session keeps working.
+					stop, _ := srv.prompt(t, sid, "after")
+					assert.Equal(t, "end_turn", stop)
+				}
+			})
+		}
+	}
+}
+
+// exit_plan_mode called outside plan mode reaches the tool (the gate passes
+// everything in default) and is refused by it.
+func TestExitPlanModeOutsidePlanMode(t *testing.T) {
+	root, ws := t.TempDir(), t.TempDir()
+	p := newProvider()
+	asked := make(chan struct{}, 1)
+	srv := serve(t, "default", openStore(t, root), ws, p, map[string]any{"elicitation": map[string]any{"form": map[string]any{}}},
+		func(string, json.RawMessage) any { asked <- struct{}{}; return nil })
+	sid := srv.newSession(t, ws).SessionID
+	p.script("present", exitPlan())
+	stop, _ := srv.prompt(t, sid, "present")
+	assert.Equal(t, "end_turn", stop)
+	rs := toolResults(t, readLog(t, root, sid))
+	require.Len(t, rs, 1)
+	assert.Equal(t, "Error: exit_plan_mode is only available in plan mode", rs[0].text())
+	assert.Empty(t, string(rs[0].Error))
+	assert.Len(t, asked, 0)
+	reqs := p.requestsFor(sid)
+	require.NotEmpty(t, reqs)
+	assert.NotContains(t, toolNames(reqs[0]), "exit_plan_mode", "exit_plan_mode is offered only in plan mode")
+}
+
+// Switches held while idle are lost by a restart (they were never logged).
+func TestHeldSwitchesAreLostOnRestart(t *testing.T) {
+	root, ws := t.TempDir(), t.TempDir()
+	store := openStore(t, root)
+	srv := serve(t, "default", store, ws, newProvider(), map[string]any{}, nil)
+	sid := srv.newSession(t, ws).SessionID
+	stop, _ := srv.prompt(t, sid, "hello")
+	require.Equal(t, "end_turn", stop)
+	srv.setMode(t, sid, "plan")
+	r := srv.setConfig(t, sid, "sandbox-mode", "danger-full-access")
+	assert.Equal(t, "danger-full-access", r.values()["sandbox-mode"])
+	srv.stop()
+	require.NoError(t, store.Close())
+
+	srv2 := serve(t, "default", openStore(t, root), ws, newProvider(), map[string]any{}, nil)
+	l := srv2.loadSession(t, sid, ws)
+	assert.Equal(t, "default", l.Modes.CurrentModeID)
+	assert.Equal(t, map[string]string{"sandbox-mode": "workspace-write", "approval-policy": "ask"}, l.values())
+	evs := readLog(t, root, sid)
+	assert.Empty(t, ofType(evs, "mode/set"))
+	assert.Empty(t, ofType(evs, "bash/sandbox-mode"))
+}
+
+// Many sessions switching and prompting at once stay consistent: each
+// session's log folds to the last value set on it.
+func TestConcurrentSwitchingStress(t *testing.T) {
+	root, ws := t.TempDir(), t.TempDir()
+	p := newProvider()
+	srv := serve(t, "default", openStore(t, root), ws, p, map[string]any{}, nil)
+	args, _ := json.Marshal(map[string]string{"command": "true", "description": "nothing"})
+	p.script("go", toolCall{Name: "bash", Args: string(args)})
+	const sessions, rounds = 4, 6
+	modes := []string{"read-only", "workspace-write", "danger-full-access"}
+	ids := make([]string, sessions)
+	for i := range ids {
+		ids[i] = srv.newSession(t, ws).SessionID
+	}
+	errs := make(chan error, sessions*rounds*4)
+	last := make([]string, sessions)
+	lastMode := make([]string, sessions)
+	var wg sync.WaitGroup
+	for i, sid := range ids {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			do := func(method string, params any) {
+				_, ch := srv.c.request(method, params)
+				select {
+				case f, ok := <-ch:
+					if !ok || len(f.Error) > 0 {
+						errs <- fmt.Errorf("%s on %s: %s", method, sid, f.Error)
+					}
+				case <-time.After(waitFor):
+					errs <- fmt.Errorf("%s on %s: no answer", method, sid)
+				}
+			}
+			for r := 0; r < rounds; r++ {
+				m := modes[(i+r)%len(modes)]
+				mode := []string{"plan", "default"}[(i+r)%2]
+				do("session/set_config_option", map[string]any{"sessionId": sid, "configId": "sandbox-mode", "value": m})
+				do("session/set_mode", map[string]any{"sessionId": sid, "modeId": mode})
+				do("session/prompt", promptParams(sid, "go"))
+				last[i], lastMode[i] = m, mode
+			}
+		}()
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		t.Error(err)
+	}
+	for i, sid := range ids {
+		evs := readLog(t, root, sid)
+		knobs := ofType(evs, "bash/sandbox-mode")
+		folded := "workspace-write"
+		if len(knobs) > 0 {
+			folded = knobs[len(knobs)-1]
+			folded = strings.TrimSuffix(strings.TrimPrefix(folded, `{"mode":"`), `"}`)
+		}
+		assert.Equal(t, last[i], folded, "session %d", i)
+		ms := ofType(evs, "mode/set")
+		require.NotEmpty(t, ms)
+		assert.Equal(t, `{"mode":"`+lastMode[i]+`"}`, ms[len(ms)-1], "session %d", i)
+		assert.Len(t, ofType(evs, "turn/end"), rounds)
+		r := srv.setConfig(t, sid, "sandbox-mode", last[i])
+		assert.Equal(t, last[i], r.values()["sandbox-mode"])
+	}
+}
+
+// An approved escalation covers its own call only (sandbox-approval-modes
+// § 4): the next call runs under the session's mode again.
+func TestEscalationGrantIsForOneCall(t *testing.T) {
+	root, ws := t.TempDir(), t.TempDir()
+	p := newProvider()
+	srv := serve(t, "sandbox-acp-agent", openStore(t, root), ws, p, map[string]any{}, func(method string, _ json.RawMessage) any {
+		if method != "session/request_permission" {
+			return nil
+		}
+		return map[string]any{"outcome": map[string]any{"outcome": "selected", "optionId": "allow-once"}}
+	})
+	sid := srv.newSession(t, ws).SessionID
+	granted, plain := filepath.Join(ws, "granted.txt"), filepath.Join(ws, "plain.txt")
+	args, _ := json.Marshal(map[string]string{"command": "printf 'g\\n' > " + granted, "description": "write granted.txt",
+		"sandbox_permissions": "workspace-write", "justification": "the user asked for it"})
+	p.script("two writes", toolCall{Name: "bash", Args: string(args)}, bashWrite(plain, "p"))
+	stop, lines := srv.prompt(t, sid, "two writes")
+	assert.Equal(t, "end_turn", stop)
+	assert.Len(t, agentRequests(lines, "session/request_permission"), 1)
+	assert.FileExists(t, granted)
+	assert.NoFileExists(t, plain)
+	rs := toolResults(t, readLog(t, root, sid))
+	require.Len(t, rs, 2)
+	assert.Contains(t, rs[1].text(), readOnlyMarker)
+}
+
+// The sandbox mode is never stated in the system prompt (sandbox-approval-
+// modes § 4): sessions differing only in their mode get the same prompt.
+func TestSandboxModeIsNotInThePrompt(t *testing.T) {
+	root, ws := t.TempDir(), t.TempDir()
+	p := newProvider()
+	srv := serve(t, "sandbox-acp-agent", openStore(t, root), ws, p, map[string]any{}, nil)
+	a, b := srv.newSession(t, ws).SessionID, srv.newSession(t, ws).SessionID
+	srv.setConfig(t, b, "sandbox-mode", "danger-full-access")
+	for _, sid := range []string{a, b} {
+		stop, _ := srv.prompt(t, sid, "hello")
+		require.Equal(t, "end_turn", stop)
+	}
+	ra, rb := p.requestsFor(a), p.requestsFor(b)
+	require.Len(t, ra, 1)
+	require.Len(t, rb, 1)
+	assert.Equal(t, ra[0].System, rb[0].System)
+	assert.Equal(t, ra[0].Tools, rb[0].Tools)
+	assert.Empty(t, ofType(readLog(t, root, b), "context/message"))
+}
+
+// A session planned under a composition with modes, loaded by one without
+// the mode service: the logged plan mode has no effect there.
+func TestPlanLogLoadedWithoutModeService(t *testing.T) {
+	root, ws := t.TempDir(), t.TempDir()
+	store := openStore(t, root)
+	srv := serve(t, "default", store, ws, newProvider(), map[string]any{}, nil)
+	sid := srv.newSession(t, ws).SessionID
+	srv.setMode(t, sid, "plan")
+	stop, _ := srv.prompt(t, sid, "plan")
+	require.Equal(t, "end_turn", stop)
+	srv.stop()
+	require.NoError(t, store.Close())
+
+	p := newProvider()
+	srv2 := serve(t, "sandbox-acp-agent", openStore(t, root), ws, p, map[string]any{}, nil)
+	l := srv2.loadSession(t, sid, ws)
+	assert.Nil(t, l.Modes)
+	file := filepath.Join(ws, "w.txt")
+	srv2.setConfig(t, sid, "sandbox-mode", "workspace-write")
+	p.script("write", bashWrite(file, "w"))
+	stop, _ = srv2.prompt(t, sid, "write")
+	require.Equal(t, "end_turn", stop)
+	assert.FileExists(t, file, "plan mode is not enforced without the mode service")
+	reqs := p.requestsFor(sid)
+	require.NotEmpty(t, reqs)
+	assert.Equal(t, []string{"bash", "task_kill", "task_list", "task_output"}, toolNames(reqs[0]))
+}
+
+// The same load, checked for the mode service's notice: a composition that
+// does not compose modes appends nothing about modes (sandbox-approval-modes
+// § 8 makes the "no longer defined" notice part of the mode service).
+func TestNoModeNoticeWithoutModeService(t *testing.T) {
+	root, ws := t.TempDir(), t.TempDir()
+	store := openStore(t, root)
+	srv := serve(t, "default", store, ws, newProvider(), map[string]any{}, nil)
+	sid := srv.newSession(t, ws).SessionID
+	srv.setMode(t, sid, "plan")
+	stop, _ := srv.prompt(t, sid, "plan")
+	require.Equal(t, "end_turn", stop)
+	srv.stop()
+	require.NoError(t, store.Close())
+
+	srv2 := serve(t, "sandbox-acp-agent", openStore(t, root), ws, newProvider(), map[string]any{}, nil)
+	srv2.loadSession(t, sid, ws)
+	stop, _ = srv2.prompt(t, sid, "again")
+	require.Equal(t, "end_turn", stop)
+	assert.Empty(t, ofType(readLog(t, root, sid), "context/message"), "the mode service is not composed, so nothing about modes is told")
+}
+
+// All idle switches anchor at the next turn in the contract's order:
+// turn/start, mode/set, bash/sandbox-mode, approval/policy, user/message.
+func TestIdleSwitchesAnchorInOrder(t *testing.T) {
+	root, ws := t.TempDir(), t.TempDir()
+	srv := serve(t, "default", openStore(t, root), ws, newProvider(), map[string]any{}, nil)
+	sid := srv.newSession(t, ws).SessionID
+	srv.setConfig(t, sid, "approval-policy", "never")
+	srv.setConfig(t, sid, "sandbox-mode", "read-only")
+	srv.setMode(t, sid, "plan")
+	stop, _ := srv.prompt(t, sid, "hello")
+	require.Equal(t, "end_turn", stop)
+	evs := readLog(t, root, sid)
+	assert.Equal(t, []string{"turn/start", "mode/set", "bash/sandbox-mode", "approval/policy", "user/message", "step/start", "request/header"}, types(evs)[:7])
+	assert.Empty(t, ofType(evs, "context/message"), "a first step narrates nothing")
+}
+
+// The upstream plan composition does not require the capability: it asks
+// anyway, and a client that cannot answer fails the review.
+func TestUpstreamPlanReviewAsksWithoutCapability(t *testing.T) {
+	root, ws := t.TempDir(), t.TempDir()
+	p := newProvider()
+	srv := serve(t, "plan-acp-agent", openStore(t, root), ws, p, map[string]any{}, nil) // answers every request with an error
+	sid := srv.newSession(t, ws).SessionID
+	srv.setMode(t, sid, "plan")
+	p.script("present", exitPlan())
+	stop, lines := srv.prompt(t, sid, "present")
+	assert.Equal(t, "end_turn", stop)
+	assert.Len(t, agentRequests(lines, "elicitation/create"), 1)
+	rs := toolResults(t, readLog(t, root, sid))
+	require.Len(t, rs, 1)
+	assert.Equal(t, "Error: ACP elicitation request failed", rs[0].text())
+	assert.JSONEq(t, `{"name":"UserInteractionError","code":"ASK_FAILED"}`, string(rs[0].Error))
+}
+
+// After a restart in plan mode, an approved review is announced: the last
+// sent mode was initialised from the loaded log.
+func TestPlanApprovalAfterRestartIsAnnounced(t *testing.T) {
+	root, ws := t.TempDir(), t.TempDir()
+	store := openStore(t, root)
+	caps := map[string]any{"elicitation": map[string]any{"form": map[string]any{}}}
+	approve := func(method string, _ json.RawMessage) any {
+		if method != "elicitation/create" {
+			return nil
+		}
+		return map[string]any{"action": "accept", "content": map[string]any{"choice": "Approve"}}
+	}
+	srv := serve(t, "default", store, ws, newProvider(), caps, approve)
+	sid := srv.newSession(t, ws).SessionID
+	srv.setMode(t, sid, "plan")
+	stop, _ := srv.prompt(t, sid, "think")
+	require.Equal(t, "end_turn", stop)
+	srv.stop()
+	require.NoError(t, store.Close())
+
+	p := newProvider()
+	srv2 := serve(t, "default", openStore(t, root), ws, p, caps, approve)
+	require.Equal(t, "plan", srv2.loadSession(t, sid, ws).Modes.CurrentModeID)
+	p.script("present", exitPlan())
+	stop, lines := srv2.prompt(t, sid, "present")
+	require.Equal(t, "end_turn", stop)
+	var modeUpdates []string
+	for _, u := range updates(lines, sid) {
+		if strings.Contains(u, "current_mode_update") {
+			modeUpdates = append(modeUpdates, u)
+		}
+	}
+	assert.Equal(t, []string{`{"sessionUpdate":"current_mode_update","currentModeId":"default"}`}, modeUpdates)
+	assert.Equal(t, []string{`{"mode":"plan"}`, `{"mode":"default"}`}, ofType(readLog(t, root, sid), "mode/set"))
 }
