@@ -105,9 +105,12 @@ func (s *Server) teardown(ctx context.Context) {
 
 // Handle implements jsonrpc2.Handler; it runs in the read loop.
 func (s *Server) Handle(ctx context.Context, _ *jsonrpc2.Conn, req *jsonrpc2.Request) {
-	params := json.RawMessage("null")
-	if req.Params != nil {
-		params = *req.Params
+	params, ok := s.stream.TakeParams(req.Meta)
+	if !ok {
+		params = json.RawMessage("null")
+		if req.Params != nil {
+			params = *req.Params
+		}
 	}
 	if req.Notif {
 		s.handleNotification(ctx, req.Method, params)

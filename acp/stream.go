@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"io"
+	"strconv"
 	"strings"
 	"sync"
 
@@ -34,11 +35,15 @@ type LineStream struct {
 
 	wmu    sync.Mutex
 	closed bool
+
+	pmu     sync.Mutex
+	params  map[uint64]json.RawMessage // inbound params, kept out of jsonrpc2's re-encoding
+	nextKey uint64
 }
 
 // NewLineStream frames r and w. closer (may be nil) is closed by Close.
 func NewLineStream(r io.Reader, w io.Writer, closer io.Closer, log zerolog.Logger) *LineStream {
-	return &LineStream{r: bufio.NewReaderSize(r, 64<<10), w: w, closer: closer, log: log}
+	return &LineStream{r: bufio.NewReaderSize(r, 64<<10), w: w, closer: closer, log: log, params: map[uint64]json.RawMessage{}}
 }
 
 // ReadObject implements jsonrpc2.ObjectStream. It answers malformed input
@@ -48,7 +53,7 @@ func (s *LineStream) ReadObject(v any) error {
 		line, err := s.r.ReadBytes('\n')
 		trimmed := bytes.TrimSpace(line)
 		if len(trimmed) > 0 {
-			msg, rpcErr, id := inspect(trimmed)
+			msg, rpcErr, id := s.inspect(trimmed)
 			if rpcErr == nil {
 				if uerr := json.Unmarshal(msg, v); uerr == nil {
 					return nil
@@ -70,14 +75,15 @@ func (s *LineStream) ReadObject(v any) error {
 }
 
 // inspect classifies one inbound line. It returns the message to hand to
-// jsonrpc2 (request ids rewritten to raw-id tokens), or an error to answer
+// jsonrpc2 (request ids rewritten to raw-id tokens, params set aside under a
+// key in "meta" so jsonrpc2 never re-encodes them), or an error to answer
 // with (Code 0: drop silently) and the id to answer to.
-func inspect(line []byte) (msg []byte, rpcErr *Error, id json.RawMessage) {
+func (s *LineStream) inspect(line []byte) (msg []byte, rpcErr *Error, id json.RawMessage) {
 	null := json.RawMessage("null")
-	if !json.Valid(line) {
-		return nil, &Error{Code: jsonrpc2.CodeParseError, Message: "Parse error"}, null
-	}
 	if line[0] != '{' {
+		if !json.Valid(line) {
+			return nil, &Error{Code: jsonrpc2.CodeParseError, Message: "Parse error"}, null
+		}
 		return nil, &Error{Code: jsonrpc2.CodeInvalidRequest, Message: "Invalid Request", Data: detailsData("batch and non-object messages are not supported")}, null
 	}
 	var probe struct {
@@ -88,6 +94,10 @@ func inspect(line []byte) (msg []byte, rpcErr *Error, id json.RawMessage) {
 		Error  json.RawMessage `json:"error"`
 	}
 	if err := json.Unmarshal(line, &probe); err != nil {
+		var syntax *json.SyntaxError
+		if errors.As(err, &syntax) {
+			return nil, &Error{Code: jsonrpc2.CodeParseError, Message: "Parse error"}, null
+		}
 		return nil, &Error{Code: jsonrpc2.CodeInvalidRequest, Message: "Invalid Request", Data: detailsData(err.Error())}, null
 	}
 	hasID := probe.ID != nil
@@ -113,8 +123,13 @@ func inspect(line []byte) (msg []byte, rpcErr *Error, id json.RawMessage) {
 		b.WriteString(`,"method":`)
 		b.Write(m)
 		if probe.Params != nil {
-			b.WriteString(`,"params":`)
-			b.Write(probe.Params)
+			s.pmu.Lock()
+			key := s.nextKey
+			s.nextKey++
+			s.params[key] = probe.Params
+			s.pmu.Unlock()
+			b.WriteString(`,"meta":`)
+			b.WriteString(strconv.FormatUint(key, 10))
 		}
 		b.WriteByte('}')
 		return b.Bytes(), nil, nil
@@ -131,6 +146,23 @@ func validID(raw json.RawMessage) bool {
 		return true
 	}
 	return false
+}
+
+// TakeParams returns (and forgets) the params ReadObject set aside for a
+// request; ok is false when the request carried none.
+func (s *LineStream) TakeParams(meta *json.RawMessage) (json.RawMessage, bool) {
+	if meta == nil {
+		return nil, false
+	}
+	key, err := strconv.ParseUint(string(*meta), 10, 64)
+	if err != nil {
+		return nil, false
+	}
+	s.pmu.Lock()
+	defer s.pmu.Unlock()
+	p, ok := s.params[key]
+	delete(s.params, key)
+	return p, ok
 }
 
 // WireID returns the JSON to emit for a jsonrpc2 ID: the raw inbound id for

@@ -16,6 +16,7 @@ import (
 	"os"
 	"runtime/debug"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -900,12 +901,21 @@ func TestLineStreamReadObject(t *testing.T) {
 		}
 		msgs = append(msgs, string(m))
 	}
+	// Params are set aside (keyed by "meta") so jsonrpc2 never re-encodes them.
 	require.Equal(t, []string{
-		`{"jsonrpc":"2.0","id":"\u0000raw:1","method":"authenticate","params":{}}`,
-		`{"jsonrpc":"2.0","method":"session/cancel","params":{"sessionId":"s"}}`,
+		`{"jsonrpc":"2.0","id":"\u0000raw:1","method":"authenticate","meta":0}`,
+		`{"jsonrpc":"2.0","method":"session/cancel","meta":1}`,
 		`{"jsonrpc":"2.0","id":0,"result":{"outcome":{"outcome":"cancelled"}}}`,
 		`{"jsonrpc":"2.0","id":"\u0000raw:\"tail\"","method":"authenticate"}`,
 	}, msgs)
+	for key, want := range []string{`{}`, `{"sessionId":"s"}`} {
+		meta := json.RawMessage(strconv.Itoa(key))
+		p, ok := s.TakeParams(&meta)
+		require.True(t, ok)
+		require.Equal(t, want, string(p))
+		_, ok = s.TakeParams(&meta)
+		require.False(t, ok, "params are handed out once")
+	}
 
 	got := strings.Split(strings.TrimSuffix(out.String(), "\n"), "\n")
 	require.Len(t, got, 7, out.String())

@@ -21,6 +21,10 @@ func (s *Session) Prompt(ctx context.Context, text string) session.EndReason {
 
 	s.mu.Lock()
 	s.queued--
+	drop := s.dropReason
+	if s.queued == 0 {
+		s.dropReason = ""
+	}
 	if s.disposed {
 		s.mu.Unlock()
 		return session.EndReason{Kind: session.EndDisposed}
@@ -30,13 +34,9 @@ func (s *Session) Prompt(ctx context.Context, text string) session.EndReason {
 		s.mu.Unlock()
 		return session.EndReason{Kind: session.EndAborted, Reason: context.Cause(ctx).Error()}
 	}
-	if s.dropReason != "" {
-		r := s.dropReason
-		if s.queued == 0 {
-			s.dropReason = ""
-		}
+	if drop != "" {
 		s.mu.Unlock()
-		return session.EndReason{Kind: session.EndAborted, Reason: r}
+		return session.EndReason{Kind: session.EndAborted, Reason: drop}
 	}
 	turnCtx, cancel := context.WithCancel(ctx)
 	s.cancel, s.abortReason = cancel, ""
