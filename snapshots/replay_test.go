@@ -2,9 +2,11 @@ package snapshots
 
 import (
 	"context"
+	"encoding/json"
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -47,16 +49,63 @@ var mustPass = []string{
 
 func TestUpstreamScenariosReplayInProcess(t *testing.T) {
 	root := corpusRoot(t)
-	for _, name := range mustPass {
-		t.Run(name, func(t *testing.T) {
-			t.Parallel()
-			sc, err := Load(filepath.Join(root, name))
-			require.NoError(t, err)
-			r := Run(context.Background(), sc, InProcess{Version: "test"}, Options{Timeout: 30 * time.Second})
-			require.True(t, r.Passed, "%s\n%s", r.Message, r.Diff)
-			validateTimeline(t, r.Timeline)
-		})
+	var mu sync.Mutex
+	headers := map[string]map[string]string{} // composition → scenario → first request/header
+	t.Run("scenarios", func(t *testing.T) {
+		for _, name := range mustPass {
+			t.Run(name, func(t *testing.T) {
+				t.Parallel()
+				sc, err := Load(filepath.Join(root, name))
+				require.NoError(t, err)
+				r := Run(context.Background(), sc, InProcess{Version: "test"}, Options{Timeout: 30 * time.Second})
+				require.True(t, r.Passed, "%s\n%s", r.Message, r.Diff)
+				validateTimeline(t, r.Timeline)
+				if h := firstHeader(t, r.Logs); h != "" {
+					mu.Lock()
+					if headers[sc.Meta.Composition] == nil {
+						headers[sc.Meta.Composition] = map[string]string{}
+					}
+					headers[sc.Meta.Composition][name] = h
+					mu.Unlock()
+				}
+			})
+		}
+	})
+	require.GreaterOrEqual(t, len(headers["acp-agent"]), 5, "the guard compares real headers")
+	// Our uniformity guard (replay contract § 5, project rule): within one
+	// composition, every scenario's request header is identical in full.
+	for comp, byScenario := range headers {
+		var first, firstName string
+		for name, h := range byScenario {
+			if first == "" {
+				first, firstName = h, name
+				continue
+			}
+			require.Equal(t, first, h, "composition %s: the request header of %s differs from %s's", comp, name, firstName)
+		}
 	}
+}
+
+// firstHeader returns the header of the first request/header event of the
+// primary log, with the session's cwd scrubbed.
+func firstHeader(t *testing.T, logs [][]byte) string {
+	t.Helper()
+	if len(logs) == 0 {
+		return ""
+	}
+	_, cwd := LogIdentity(logs[0])
+	for _, line := range strings.Split(string(logs[0]), "\n") {
+		var ev struct {
+			Type string `json:"type"`
+			Data struct {
+				Header json.RawMessage `json:"header"`
+			} `json:"data"`
+		}
+		if json.Unmarshal([]byte(line), &ev) == nil && ev.Type == "request/header" {
+			return strings.ReplaceAll(string(ev.Data.Header), cwd, "{{cwd}}")
+		}
+	}
+	return ""
 }
 
 // TestSubprocessOverRealStdio builds the real binary and drives it the way

@@ -137,6 +137,8 @@ type Result struct {
 	Transcript string
 	// Timeline is every line exchanged with the agent, in order.
 	Timeline []Message
+	// Logs are the session logs the agent wrote (harvest order).
+	Logs [][]byte
 }
 
 // Options tune a run.
@@ -217,6 +219,7 @@ func Run(ctx context.Context, sc *Scenario, l Launcher, o Options) Result {
 		res.Message = "harvest logs: " + err.Error()
 		return res
 	}
+	res.Logs = logs
 	ids := append([]string(nil), c.sessionIDs...)
 	for _, lg := range logs {
 		id, _ := LogIdentity(lg)
