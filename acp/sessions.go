@@ -46,16 +46,28 @@ func (s *Server) newSession(ctx context.Context, params json.RawMessage) (any, e
 		return nil, err
 	}
 	s.mu.Lock()
+	terminal := s.terminalOutput
+	s.mu.Unlock()
+	if err := s.register(ctx, sess, terminal, errDisposed()); err != nil {
+		return nil, err
+	}
+	return NewSessionResponse{SessionID: sess.ID(), ConfigOptions: configOptions(sess), Modes: modeState(sess)}, nil
+}
+
+// register makes sess live and starts streaming its events, unless
+// teardown began: then the session is disposed and closedErr returned.
+func (s *Server) register(ctx context.Context, sess Session, terminal bool, closedErr error) error {
+	s.mu.Lock()
 	if s.closed {
 		s.mu.Unlock()
 		_ = sess.Close(ctx)
-		return nil, errDisposed()
+		return closedErr
 	}
-	ls := &liveSession{s: sess, terminal: s.terminalOutput, lastMode: sess.Mode()}
+	ls := &liveSession{s: sess, terminal: terminal, lastMode: sess.Mode()}
 	s.sessions[sess.ID()] = ls
 	s.mu.Unlock()
 	s.attach(ls)
-	return NewSessionResponse{SessionID: sess.ID(), ConfigOptions: configOptions(sess), Modes: modeState(sess)}, nil
+	return nil
 }
 
 // attach starts streaming the session's live events to the client.
@@ -129,25 +141,15 @@ func (s *Server) resume(ctx context.Context, req LoadSessionRequest, terminal bo
 	if err != nil {
 		return nil, err
 	}
-	s.mu.Lock()
-	if s.closed {
-		s.mu.Unlock()
-		_ = sess.Close(ctx)
-		return nil, invalidParams("connection closed during session/load")
-	}
-	s.mu.Unlock()
-
 	replay := newPresenter(sess.Tools(), sess.Log().Header().Cwd, terminal, true)
 	for _, ev := range sess.Log().Events() {
 		for _, u := range replay.present(ev) {
 			s.notify("session/update", SessionNotification{SessionID: sess.ID(), Update: u})
 		}
 	}
-	ls := &liveSession{s: sess, terminal: terminal, lastMode: sess.Mode()}
-	s.mu.Lock()
-	s.sessions[sess.ID()] = ls
-	s.mu.Unlock()
-	s.attach(ls)
+	if err := s.register(ctx, sess, terminal, invalidParams("connection closed during session/load")); err != nil {
+		return nil, err
+	}
 	return LoadSessionResponse{ConfigOptions: configOptions(sess), Modes: modeState(sess)}, nil
 }
 

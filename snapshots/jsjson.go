@@ -3,6 +3,7 @@ package snapshots
 import (
 	"bytes"
 	"fmt"
+	"github.com/dsh-acp/dsh-acp/internal/textenc"
 	"math"
 	"strconv"
 	"strings"
@@ -240,7 +241,7 @@ func arrayIndex(key string) (uint64, bool) {
 // Buffer#toString) does, invalid sequences becoming U+FFFD.
 func ParseJS(data []byte) (*JSValue, error) {
 	if !utf8.Valid(data) {
-		data = decodeUTF8Lossy(data)
+		data = []byte(textenc.DecodeUTF8(data))
 	}
 	p := &jsParser{data: data}
 	p.skipWS()
@@ -514,54 +515,6 @@ func (p *jsParser) string() (string, error) {
 			return "", p.errorf("bad escape \\%c", esc)
 		}
 	}
-}
-
-// decodeUTF8Lossy decodes b like the WHATWG UTF-8 decoder: each maximal
-// invalid subsequence becomes one U+FFFD.
-func decodeUTF8Lossy(b []byte) []byte {
-	out := make([]byte, 0, len(b)+8)
-	for i := 0; i < len(b); {
-		c := b[i]
-		if c < 0x80 {
-			out = append(out, c)
-			i++
-			continue
-		}
-		need, lo, hi := 0, byte(0x80), byte(0xBF)
-		switch {
-		case c >= 0xC2 && c <= 0xDF:
-			need = 1
-		case c == 0xE0:
-			need, lo = 2, 0xA0
-		case c == 0xED:
-			need, hi = 2, 0x9F
-		case c >= 0xE1 && c <= 0xEF:
-			need = 2
-		case c == 0xF0:
-			need, lo = 3, 0x90
-		case c == 0xF4:
-			need, hi = 3, 0x8F
-		case c >= 0xF1 && c <= 0xF3:
-			need = 3
-		}
-		j := i + 1
-		ok := need > 0
-		for k := 0; ok && k < need; k++ {
-			if j >= len(b) || b[j] < lo || b[j] > hi {
-				ok = false
-				break
-			}
-			lo, hi = 0x80, 0xBF
-			j++
-		}
-		if ok {
-			out = append(out, b[i:j]...)
-		} else {
-			out = utf8.AppendRune(out, utf8.RuneError)
-		}
-		i = j
-	}
-	return out
 }
 
 // Stringify serializes v as JavaScript's JSON.stringify(v) does (no

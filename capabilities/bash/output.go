@@ -2,10 +2,10 @@ package bash
 
 import (
 	"fmt"
+	"github.com/dsh-acp/dsh-acp/internal/textenc"
 	"os"
 	"strings"
 	"sync"
-	"unicode/utf8"
 )
 
 // TailBytes is the most output one stream keeps in memory.
@@ -116,7 +116,7 @@ type capture struct {
 func (s *stream) snapshot() capture {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	return capture{text: decodeUTF8(s.keptBytes(0)), truncated: s.truncated, spillPath: s.spillPath}
+	return capture{text: textenc.DecodeUTF8(s.keptBytes(0)), truncated: s.truncated, spillPath: s.spillPath}
 }
 
 // keptBytes returns the kept bytes at or after absolute offset from.
@@ -152,67 +152,11 @@ func (s *stream) since(from int64) delta {
 	defer s.mu.Unlock()
 	start := s.total - int64(s.kept)
 	return delta{
-		text:      decodeUTF8(s.keptBytes(from)),
+		text:      textenc.DecodeUTF8(s.keptBytes(from)),
 		dropped:   from < start,
 		spillPath: s.spillPath,
 		next:      s.total,
 	}
-}
-
-// decodeUTF8 decodes b like a WHATWG UTF-8 decoder (Node's Buffer#toString):
-// every maximal ill-formed subpart becomes one U+FFFD.
-func decodeUTF8(b []byte) string {
-	if utf8.Valid(b) {
-		return string(b)
-	}
-	var sb strings.Builder
-	sb.Grow(len(b) + 8)
-	for i := 0; i < len(b); {
-		r, n := utf8.DecodeRune(b[i:])
-		if r != utf8.RuneError || n > 1 {
-			sb.WriteString(string(b[i : i+n]))
-			i += n
-			continue
-		}
-		sb.WriteRune(utf8.RuneError)
-		i += illFormedLen(b[i:])
-	}
-	return sb.String()
-}
-
-// illFormedLen is the length of the maximal ill-formed subpart at the start
-// of b (Unicode § 3.9, "U+FFFD substitution of maximal subparts").
-func illFormedLen(b []byte) int {
-	c := b[0]
-	var need int
-	lo, hi := byte(0x80), byte(0xBF)
-	switch {
-	case c >= 0xC2 && c <= 0xDF:
-		need = 1
-	case c == 0xE0:
-		need, lo = 2, 0xA0
-	case c >= 0xE1 && c <= 0xEC, c == 0xEE, c == 0xEF:
-		need = 2
-	case c == 0xED:
-		need, hi = 2, 0x9F
-	case c == 0xF0:
-		need, lo = 3, 0x90
-	case c >= 0xF1 && c <= 0xF3:
-		need = 3
-	case c == 0xF4:
-		need, hi = 3, 0x8F
-	default:
-		return 1
-	}
-	n := 1
-	for k := 0; k < need && n < len(b); k++ {
-		if b[n] < lo || b[n] > hi {
-			break
-		}
-		lo, hi = 0x80, 0xBF
-		n++
-	}
-	return n
 }
 
 // streamText is a stream's text with its truncation notice (result step 1).

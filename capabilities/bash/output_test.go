@@ -58,18 +58,6 @@ func TestSpillUnavailable(t *testing.T) {
 	require.Equal(t, strings.Repeat("x", TailBytes)+"\n[output truncated; full output: (unavailable)]", streamText(c))
 }
 
-func TestDecodeUTF8(t *testing.T) {
-	require.Equal(t, "héllo", decodeUTF8([]byte("héllo")))
-	// A truncated three-byte sequence is one maximal subpart.
-	require.Equal(t, "a\uFFFDb", decodeUTF8([]byte{'a', 0xE2, 0x82, 'b'}))
-	// Lone continuation bytes are one U+FFFD each.
-	require.Equal(t, "\uFFFD\uFFFDx", decodeUTF8([]byte{0x80, 0x80, 'x'}))
-	// Surrogates (ED A0..) are ill-formed after the lead byte.
-	require.Equal(t, "\uFFFD\uFFFD\uFFFD", decodeUTF8([]byte{0xED, 0xA0, 0x80}))
-	require.Equal(t, "\uFFFD", decodeUTF8([]byte{0xF0, 0x9F, 0x98}))
-	require.Equal(t, "\uFFFD", decodeUTF8([]byte("\uFFFD")))
-}
-
 func TestResultText(t *testing.T) {
 	c := func(s string) capture { return capture{text: s} }
 	require.Equal(t, "(no output)", resultText(c(""), c(""), nil))
