@@ -1,6 +1,9 @@
 package session
 
-import "encoding/json"
+import (
+	"encoding/json"
+	"fmt"
+)
 
 // InterruptedText is the result text of a tool call cut off by a crash.
 const InterruptedText = "Tool call interrupted by a crash; no result was recorded."
@@ -90,4 +93,46 @@ func RepairClosers(events []Event) []Event {
 	}
 	add(TypeTurnEnd, TurnEnd{Turn: ts.Turn, Reason: EndReason{Kind: EndInterrupted}})
 	return out
+}
+
+// Candidate is one stored event line as a store read it: the parsed event,
+// or OK false for a line (row) that does not parse or is torn.
+type Candidate struct {
+	Event Event
+	OK    bool
+}
+
+// CorruptError is a session log that cannot be loaded; its text is the
+// contract's exact message.
+type CorruptError struct{ Msg string }
+
+func (e *CorruptError) Error() string { return e.Msg }
+
+// CommittedPrefix returns how many leading candidates form the kept prefix:
+// parseable events whose seq equals their index. A bad line after the last
+// parseable turn/end ends the prefix (a torn tail, dropped on load); one at
+// or before it is fatal. Line numbers count the header as line 0.
+func CommittedPrefix(c []Candidate) (int, error) {
+	lastEnd := -1
+	for i := range c {
+		if c[i].OK && c[i].Event.Type == TypeTurnEnd {
+			lastEnd = i
+		}
+	}
+	for i := range c {
+		line := i + 1
+		if !c[i].OK {
+			if i <= lastEnd {
+				return 0, &CorruptError{fmt.Sprintf("corrupt session log: unparsable committed event at line %d", line)}
+			}
+			return i, nil
+		}
+		if c[i].Event.Seq != i {
+			if i <= lastEnd {
+				return 0, &CorruptError{fmt.Sprintf("corrupt session log: seq gap in committed region at line %d (expected %d, got %d)", line, i, c[i].Event.Seq)}
+			}
+			return i, nil
+		}
+	}
+	return len(c), nil
 }

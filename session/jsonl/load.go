@@ -73,41 +73,6 @@ func readHeader(path string) (session.Header, error) {
 	return parseHeader(bytes.TrimSuffix(line, []byte{'\n'}))
 }
 
-// candidate is one event line of a log file: the parsed event, or ok false
-// for an unparsable (or unterminated) line.
-type candidate struct {
-	ev session.Event
-	ok bool
-}
-
-// committedPrefix returns how many leading candidates form the kept prefix:
-// parseable events with seq equal to their index. A bad line after the last
-// parseable turn/end ends the prefix (a torn tail); one at or before it is
-// fatal. Line numbers count the header as line 0.
-func committedPrefix(c []candidate) (int, error) {
-	lastEnd := -1
-	for i := range c {
-		if c[i].ok && c[i].ev.Type == session.TypeTurnEnd {
-			lastEnd = i
-		}
-	}
-	for i := range c {
-		line := i + 1
-		if !c[i].ok {
-			if i <= lastEnd {
-				return 0, corruptf("corrupt session log: unparsable committed event at line %d", line)
-			}
-			return i, nil
-		}
-		if c[i].ev.Seq != i {
-			if i <= lastEnd {
-				return 0, corruptf("corrupt session log: seq gap in committed region at line %d (expected %d, got %d)", line, i, c[i].ev.Seq)
-			}
-			return i, nil
-		}
-	}
-	return len(c), nil
-}
 
 // readLog reads the log at path, checks that its header names id, and
 // returns the kept prefix of events. A torn tail is truncated away durably.
@@ -136,24 +101,24 @@ func readLog(path, id string) (session.Header, []session.Event, error) {
 		return h, nil, nil
 	}
 	var (
-		cands []candidate
+		cands []session.Candidate
 		ends  []int // byte offset just past each candidate line
 	)
 	pos := nl + 1
 	for pos < len(data) {
 		i := bytes.IndexByte(data[pos:], '\n')
 		if i < 0 {
-			cands = append(cands, candidate{}) // unterminated: torn
+			cands = append(cands, session.Candidate{}) // unterminated: torn
 			ends = append(ends, len(data))
 			break
 		}
-		var c candidate
-		c.ok = c.ev.UnmarshalJSON(data[pos:pos+i]) == nil
+		var c session.Candidate
+		c.OK = c.Event.UnmarshalJSON(data[pos:pos+i]) == nil
 		cands = append(cands, c)
 		pos += i + 1
 		ends = append(ends, pos)
 	}
-	n, err := committedPrefix(cands)
+	n, err := session.CommittedPrefix(cands)
 	if err != nil {
 		return session.Header{}, nil, err
 	}
@@ -168,7 +133,7 @@ func readLog(path, id string) (session.Header, []session.Event, error) {
 	}
 	events := make([]session.Event, n)
 	for i := range events {
-		events[i] = cands[i].ev
+		events[i] = cands[i].Event
 	}
 	return h, events, nil
 }

@@ -199,7 +199,8 @@ func (s *Store) Load(ctx context.Context, id string) (session.Header, []session.
 	}
 	if err != nil {
 		var ce *corruptError
-		if errors.As(err, &ce) {
+		var sce *session.CorruptError
+		if errors.As(err, &ce) || errors.As(err, &sce) {
 			return session.Header{}, nil, err // contract text, unprefixed
 		}
 		return session.Header{}, nil, fmt.Errorf("load session %q: %w", id, err)

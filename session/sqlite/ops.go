@@ -220,13 +220,13 @@ func (s *Store) Load(ctx context.Context, id string) (session.Header, []session.
 	if err != nil {
 		return session.Header{}, nil, fmt.Errorf("load session %q: %w", id, err)
 	}
-	n, err := committedPrefix(cands)
+	n, err := session.CommittedPrefix(cands)
 	if err != nil {
 		return session.Header{}, nil, err // contract text, unprefixed
 	}
 	events := make([]session.Event, n)
 	for i := range events {
-		events[i] = cands[i].ev
+		events[i] = cands[i].Event
 	}
 	dirty := false
 	if n < len(cands) {
@@ -256,59 +256,25 @@ func (s *Store) Load(ctx context.Context, id string) (session.Header, []session.
 	return h, events, nil
 }
 
-// candidate is one stored event: ok is false when its row does not parse.
-type candidate struct {
-	ev session.Event
-	ok bool
-}
-
-func readRows(ctx context.Context, tx *sql.Tx, id string) ([]candidate, error) {
+func readRows(ctx context.Context, tx *sql.Tx, id string) ([]session.Candidate, error) {
 	rs, err := tx.QueryContext(ctx,
 		`SELECT seq, type, time, data, source_event_seqs, surface_op FROM events WHERE session_id = ? ORDER BY seq`, id)
 	if err != nil {
 		return nil, err
 	}
 	defer rs.Close()
-	var out []candidate
+	var out []session.Candidate
 	for rs.Next() {
 		var r row
 		if err := rs.Scan(&r.seq, &r.typ, &r.time, &r.data, &r.seqs, &r.op); err != nil {
 			return nil, err
 		}
 		ev, ok := r.event()
-		out = append(out, candidate{ev: ev, ok: ok})
+		out = append(out, session.Candidate{Event: ev, OK: ok})
 	}
 	return out, rs.Err()
 }
 
-// committedPrefix returns how many leading candidates form the kept prefix
-// (parseable, seq equal to index). A bad row after the last turn/end ends
-// it; one at or before it is fatal. Line numbers are those of the
-// equivalent JSONL file (header = line 0), as the contract messages use.
-func committedPrefix(c []candidate) (int, error) {
-	lastEnd := -1
-	for i := range c {
-		if c[i].ok && c[i].ev.Type == session.TypeTurnEnd {
-			lastEnd = i
-		}
-	}
-	for i := range c {
-		line := i + 1
-		if !c[i].ok {
-			if i <= lastEnd {
-				return 0, fmt.Errorf("corrupt session log: unparsable committed event at line %d", line)
-			}
-			return i, nil
-		}
-		if c[i].ev.Seq != i {
-			if i <= lastEnd {
-				return 0, fmt.Errorf("corrupt session log: seq gap in committed region at line %d (expected %d, got %d)", line, i, c[i].ev.Seq)
-			}
-			return i, nil
-		}
-	}
-	return len(c), nil
-}
 
 // List returns the headers of all stored sessions from the sessions table,
 // ordered by creation time then id. Rows of an unsupported version are
