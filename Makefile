@@ -28,8 +28,12 @@ snapshots: build
 conformance: build
 	$(BIN) --replay $(UPSTREAM)
 
-bench:
+## bench: all Go benchmarks, then acpbench (cmd/acpbench) against bin/dsh-acp
+## and the in-process mock LLM: N=10 iterations and a 100k-chunk streaming
+## stress, loopback only; the JSON report goes to bin/acpbench.json.
+bench: build
 	$(GO) test -run '^$$' -bench . -benchmem ./...
+	$(GO) run ./cmd/acpbench -n 10 -stress 100000 -agent dsh-acp=$(BIN) -json bin/acpbench.json
 
 vet:
 	$(GO) vet ./...
