@@ -44,6 +44,9 @@ type Session interface {
 	Prompt(ctx context.Context, text string) session.EndReason
 	// Cancel aborts the running turn (and drops one about to start).
 	Cancel(reason string)
+	// Interrupt marks the session disposed without waiting: a running turn
+	// is aborted and ends "disposed".
+	Interrupt()
 	// Close disposes the session: a running turn ends "disposed" and the log
 	// is flushed.
 	Close(ctx context.Context) error

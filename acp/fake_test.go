@@ -227,6 +227,9 @@ func (s *FakeSession) Mode() string {
 }
 
 // SetMode implements Session with the agent's error texts.
+// Interrupt implements Session: like Close without waiting.
+func (s *FakeSession) Interrupt() { s.Cancel("disposed") }
+
 // Commands implements Session: the fake has no slash commands.
 func (s *FakeSession) Commands() []agent.Command { return nil }
 

@@ -3,6 +3,9 @@ package acp
 import (
 	"context"
 	"encoding/json"
+	"errors"
+
+	"github.com/sourcegraph/jsonrpc2"
 
 	"github.com/dsh-acp/dsh-acp/approval"
 )
@@ -70,5 +73,9 @@ func (s *Server) call(ctx context.Context, method string, params, result any) er
 	case <-ctx.Done():
 		return ctx.Err()
 	}
-	return s.conn.Call(ctx, method, json.RawMessage(raw), result)
+	err = s.conn.Call(ctx, method, json.RawMessage(raw), result)
+	if errors.Is(err, jsonrpc2.ErrClosed) {
+		s.disconnected()
+	}
+	return err
 }

@@ -76,11 +76,28 @@ func (s *Server) Serve(ctx context.Context, r io.Reader, w io.Writer) error {
 	return nil
 }
 
+// disconnected marks the bridge closed and interrupts every live session's
+// turn at once, so a turn cut off by the client's departure ends
+// "disposed" even if one of its tools notices first (a pending agent→client
+// request fails as soon as the connection closes).
+func (s *Server) disconnected() {
+	s.mu.Lock()
+	s.closed = true
+	live := make([]*liveSession, 0, len(s.sessions))
+	for _, ls := range s.sessions {
+		live = append(live, ls)
+	}
+	s.mu.Unlock()
+	for _, ls := range live {
+		ls.s.Interrupt()
+	}
+}
+
 // teardown marks the bridge closed, settles pending prompts and disposes
 // every live session in parallel.
 func (s *Server) teardown(ctx context.Context) {
+	s.disconnected()
 	s.mu.Lock()
-	s.closed = true
 	live := make([]*liveSession, 0, len(s.sessions))
 	for _, ls := range s.sessions {
 		if ls.prompt != nil {

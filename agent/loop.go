@@ -63,17 +63,20 @@ func (s *Session) Prompt(ctx context.Context, text string) session.EndReason {
 		reason = s.runSteps(turnCtx, turn)
 	}
 	s.log.Append(session.TypeTurnEnd, session.TurnEnd{Turn: turn, Reason: reason})
-	s.persist(ctx)
+	if err := s.log.Flush(context.WithoutCancel(ctx)); err != nil {
+		s.rt.cfg.Log.Error().Err(err).Str("session", s.ID()).Msg("persist session log")
+	}
 	return reason
 }
 
-// persist flushes the log to the store. Besides every turn/end (upstream's
-// only durable point), the loop persists after the user's message, after
-// each assistant message and after each tool result, so a crash loses at
-// most the chunks of one streaming step and crash repair can close the
-// turn on the next load.
+// persist hands the log to the store without waiting for the disk. Besides
+// every turn/end (upstream's only durable point, flushed with fsync), the
+// loop persists after the user's message, after each assistant message and
+// after each tool result, so a crash of the process loses at most the
+// chunks of one streaming step and crash repair can close the turn on the
+// next load.
 func (s *Session) persist(ctx context.Context) {
-	if err := s.log.Flush(context.WithoutCancel(ctx)); err != nil {
+	if err := s.log.Write(context.WithoutCancel(ctx)); err != nil {
 		s.rt.cfg.Log.Error().Err(err).Str("session", s.ID()).Msg("persist session log")
 	}
 }

@@ -152,16 +152,22 @@ func (s *Session) Cancel(reason string) {
 	}
 }
 
-// Close disposes the session: a running turn ends "disposed"; the log is
-// flushed.
-func (s *Session) Close(ctx context.Context) error {
+// Interrupt marks the session disposed without waiting: a running turn is
+// aborted and ends "disposed", and later prompts are refused.
+func (s *Session) Interrupt() {
 	s.mu.Lock()
+	defer s.mu.Unlock()
 	s.disposed = true
 	if s.cancel != nil && s.abortReason == "" {
 		s.abortReason = "disposed"
 		s.cancel()
 	}
-	s.mu.Unlock()
+}
+
+// Close disposes the session: a running turn ends "disposed"; the log is
+// flushed.
+func (s *Session) Close(ctx context.Context) error {
+	s.Interrupt()
 	s.turnMu.Lock()
 	defer s.turnMu.Unlock()
 	return s.log.Flush(ctx)

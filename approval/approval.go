@@ -133,6 +133,9 @@ func (s *Service) decide(ctx context.Context, log *session.Log, req Request) Out
 		case <-ctx.Done():
 			return Cancelled
 		case ans := <-ch:
+			if ctx.Err() != nil {
+				return Cancelled // the abort won; a late answer is discarded
+			}
 			if ans.err != nil {
 				return Unavailable
 			}

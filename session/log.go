@@ -18,10 +18,12 @@ type Subscriber func(Event)
 // buffered in memory and written to the Store at each Flush.
 type Log struct {
 	appendMu sync.Mutex // serializes Append including subscriber dispatch
+	flushMu  sync.Mutex // serializes writes to the store
 	mu       sync.Mutex // guards the fields below
 	header   Header
 	events   []Event
 	flushed  int
+	lazy     bool // the store holds writes not yet forced to disk
 	clock    Clock
 	store    Store
 	subs     []subscription // copied on change, so Append reads it without allocating
@@ -128,21 +130,50 @@ func (l *Log) Append(typ string, data any, opts ...AppendOption) Event {
 	return ev
 }
 
-// Flush writes every event not yet persisted to the store.
+// Flush makes every event durable in the store: pending events are
+// appended with fsync, and earlier lazy writes are synced.
 func (l *Log) Flush(ctx context.Context) error {
+	return l.persist(ctx, true)
+}
+
+// Write hands pending events to the store without forcing them to disk when
+// the store supports it (session.LazyWriter); they then survive a crash of
+// this process. Otherwise it is Flush.
+func (l *Log) Write(ctx context.Context) error {
+	return l.persist(ctx, false)
+}
+
+func (l *Log) persist(ctx context.Context, durable bool) error {
+	l.flushMu.Lock()
+	defer l.flushMu.Unlock()
 	l.mu.Lock()
 	pending := l.events[l.flushed:]
 	h := l.header
 	n := len(l.events)
+	lazy := l.lazy
 	l.mu.Unlock()
-	if l.store == nil || len(pending) == 0 {
+	if l.store == nil {
 		return nil
 	}
-	if err := l.store.Append(ctx, h, pending); err != nil {
+	lw, canLazy := l.store.(LazyWriter)
+	var err error
+	switch {
+	case len(pending) > 0 && !durable && canLazy:
+		err = lw.Write(ctx, h, pending)
+		lazy = true
+	case len(pending) > 0:
+		err = l.store.Append(ctx, h, pending)
+		lazy = false
+	case durable && lazy && canLazy:
+		err = lw.Sync(ctx, h.ID)
+		lazy = false
+	}
+	if err != nil {
 		return fmt.Errorf("flush session %s: %w", h.ID, err)
 	}
 	l.mu.Lock()
 	l.flushed = n
+	l.lazy = lazy
 	l.mu.Unlock()
 	return nil
 }

@@ -22,3 +22,13 @@ type Store interface {
 
 // ErrNotFound is wrapped by Load when no session has the id.
 var ErrNotFound = errors.New("session not found")
+
+// LazyWriter is a Store that can also write without forcing data to disk.
+// Lazy writes survive a crash of the process (the kernel has them) but not
+// of the machine; the next Append or Sync makes them durable.
+type LazyWriter interface {
+	// Write appends events like Append, without fsync.
+	Write(ctx context.Context, h Header, events []Event) error
+	// Sync forces the session's lazy writes to disk.
+	Sync(ctx context.Context, id string) error
+}

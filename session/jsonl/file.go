@@ -10,13 +10,14 @@ import (
 	"path/filepath"
 )
 
-// materialize creates path durably with the header line and body (event
-// lines): it writes a uniquely named temp file `<path>.<12 hex>.tmp` opened
-// with O_EXCL, fsyncs it, hard-links it to path (refusing if path exists),
-// fsyncs the directory and removes the temp file.
-func materialize(root, path string, header, body []byte) (err error) {
+// materialize creates path with the header line and body (event lines):
+// it writes a uniquely named temp file `<path>.<12 hex>.tmp` opened with
+// O_EXCL, hard-links it to path (refusing if path exists) and removes the
+// temp file. With durable it fsyncs the file before the link and the
+// directories after it.
+func materialize(root, path string, header, body []byte, durable bool) (err error) {
 	dir := filepath.Dir(path)
-	if err := ensureDir(root, dir); err != nil {
+	if err := ensureDir(root, dir, durable); err != nil {
 		return err
 	}
 	var rnd [6]byte
@@ -39,9 +40,11 @@ func materialize(root, path string, header, body []byte) (err error) {
 		_ = f.Close()
 		return fmt.Errorf("write temp log: %w", err)
 	}
-	if err := f.Sync(); err != nil {
-		_ = f.Close()
-		return fmt.Errorf("sync temp log: %w", err)
+	if durable {
+		if err := f.Sync(); err != nil {
+			_ = f.Close()
+			return fmt.Errorf("sync temp log: %w", err)
+		}
 	}
 	if err := f.Close(); err != nil {
 		return fmt.Errorf("close temp log: %w", err)
@@ -49,21 +52,24 @@ func materialize(root, path string, header, body []byte) (err error) {
 	if err := os.Link(tmp, path); err != nil {
 		return fmt.Errorf("publish session log: %w", err)
 	}
-	if err := syncDir(dir); err != nil {
-		return err
+	if durable {
+		return syncDir(dir)
 	}
 	return nil
 }
 
-// ensureDir creates the bucket directory dir (mode 0700) if missing and then
-// fsyncs root so the new directory entry is durable.
-func ensureDir(root, dir string) error {
+// ensureDir creates the bucket directory dir (mode 0700) if missing and,
+// with durable, fsyncs root so the new directory entry is durable.
+func ensureDir(root, dir string, durable bool) error {
 	err := os.Mkdir(dir, 0o700)
 	if errors.Is(err, fs.ErrExist) {
 		return nil
 	}
 	if err != nil {
 		return fmt.Errorf("create bucket: %w", err)
+	}
+	if !durable {
+		return nil
 	}
 	return syncDir(root)
 }
@@ -84,14 +90,15 @@ func syncDir(dir string) error {
 	return nil
 }
 
-// appendDurable appends body to path and fsyncs it. When the write or the
-// fsync fails the file is truncated back to its previous size.
-func appendDurable(path string, body []byte) error {
+// appendDurable appends body to path and, with durable, fsyncs it (which
+// also makes earlier lazy appends durable). When the write or the fsync
+// fails the file is truncated back to its previous size.
+func appendDurable(path string, body []byte, durable bool) error {
 	f, err := os.OpenFile(path, os.O_WRONLY|os.O_APPEND, 0)
 	if err != nil {
 		return fmt.Errorf("open session log: %w", err)
 	}
-	if err := appendTo(f, body); err != nil {
+	if err := appendTo(f, body, durable); err != nil {
 		_ = f.Close()
 		return err
 	}
@@ -109,16 +116,16 @@ type appendFile interface {
 	Truncate(int64) error
 }
 
-// appendTo writes body at the end of f (opened with O_APPEND) and fsyncs;
-// on failure it truncates f back to its previous size.
-func appendTo(f appendFile, body []byte) error {
+// appendTo writes body at the end of f (opened with O_APPEND) and, with
+// durable, fsyncs; on failure it truncates f back to its previous size.
+func appendTo(f appendFile, body []byte, durable bool) error {
 	st, err := f.Stat()
 	if err != nil {
 		return fmt.Errorf("stat session log: %w", err)
 	}
 	size := st.Size()
 	_, err = f.Write(body)
-	if err == nil {
+	if err == nil && durable {
 		err = f.Sync()
 	}
 	if err == nil {
@@ -153,6 +160,22 @@ func truncateDurable(path string, size int64, addNewline bool) error {
 	}
 	if err != nil {
 		return fmt.Errorf("truncate torn tail: %w", err)
+	}
+	return nil
+}
+
+// syncFile fsyncs path.
+func syncFile(path string) error {
+	f, err := os.OpenFile(path, os.O_WRONLY, 0)
+	if err != nil {
+		return fmt.Errorf("sync session log: %w", err)
+	}
+	err = f.Sync()
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		return fmt.Errorf("sync session log: %w", err)
 	}
 	return nil
 }

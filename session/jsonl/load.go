@@ -73,7 +73,6 @@ func readHeader(path string) (session.Header, error) {
 	return parseHeader(bytes.TrimSuffix(line, []byte{'\n'}))
 }
 
-
 // readLog reads the log at path, checks that its header names id, and
 // returns the kept prefix of events. A torn tail is truncated away durably.
 // No crash repair is applied.

@@ -43,9 +43,13 @@ type entry struct {
 	mu   sync.Mutex // serializes file access for the session
 	path string     // "" while the session's file is unknown
 	next int        // next seq to append; valid when path != ""
+	lazy bool       // written without fsync since the last durable write
 }
 
-var _ session.Store = (*Store)(nil)
+var (
+	_ session.Store      = (*Store)(nil)
+	_ session.LazyWriter = (*Store)(nil)
+)
 
 // Open returns a store rooted at root, creating the directory (mode 0700) if
 // needed.
@@ -100,6 +104,49 @@ func (s *Store) lock(id string) (*entry, error) {
 // Append persists events, which must continue the stored seq exactly. The
 // first batch of a session materializes its file with header h.
 func (s *Store) Append(ctx context.Context, h session.Header, events []session.Event) error {
+	return s.append(ctx, h, events, true)
+}
+
+// Write implements session.LazyWriter: it appends like Append but leaves
+// the data in the page cache (it survives a crash of this process, not of
+// the machine) until the next Append or Sync forces it to disk.
+func (s *Store) Write(ctx context.Context, h session.Header, events []session.Event) error {
+	return s.append(ctx, h, events, false)
+}
+
+// Sync implements session.LazyWriter: it forces earlier Writes of the
+// session to disk.
+func (s *Store) Sync(ctx context.Context, id string) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	e, err := s.lock(id)
+	if err != nil {
+		return err
+	}
+	defer e.mu.Unlock()
+	return s.syncEntry(e)
+}
+
+// syncEntry makes an entry's lazily written file and directories durable.
+func (s *Store) syncEntry(e *entry) error {
+	if !e.lazy || e.path == "" {
+		return nil
+	}
+	if err := syncFile(e.path); err != nil {
+		return err
+	}
+	if err := syncDir(filepath.Dir(e.path)); err != nil {
+		return err
+	}
+	if err := syncDir(s.root); err != nil {
+		return err
+	}
+	e.lazy = false
+	return nil
+}
+
+func (s *Store) append(ctx context.Context, h session.Header, events []session.Event, durable bool) error {
 	if err := ctx.Err(); err != nil {
 		return err
 	}
@@ -146,14 +193,23 @@ func (s *Store) Append(ctx context.Context, h session.Header, events []session.E
 			return fmt.Errorf("append to session %q: %w", h.ID, err)
 		}
 		path := filepath.Join(s.root, Bucket(h.Cwd), name+fileExt)
-		if err := materialize(s.root, path, header, body); err != nil {
+		if err := materialize(s.root, path, header, body, durable); err != nil {
 			return fmt.Errorf("append to session %q: %w", h.ID, err)
 		}
 		e.path = path
-	} else if err := appendDurable(e.path, body); err != nil {
-		return fmt.Errorf("append to session %q: %w", h.ID, err)
+		e.lazy = !durable
+	} else {
+		if err := appendDurable(e.path, body, durable); err != nil {
+			return fmt.Errorf("append to session %q: %w", h.ID, err)
+		}
+		if !durable {
+			e.lazy = true
+		}
 	}
 	e.next += len(events)
+	if durable {
+		return s.syncEntry(e)
+	}
 	return nil
 }
 
@@ -211,7 +267,7 @@ func (s *Store) Load(ctx context.Context, id string) (session.Header, []session.
 		if err != nil {
 			return session.Header{}, nil, fmt.Errorf("load session %q: repair: %w", id, err)
 		}
-		if err := appendDurable(path, body); err != nil {
+		if err := appendDurable(path, body, true); err != nil {
 			return session.Header{}, nil, fmt.Errorf("load session %q: repair: %w", id, err)
 		}
 		events = append(events, closers...)

@@ -275,7 +275,6 @@ func readRows(ctx context.Context, tx *sql.Tx, id string) ([]session.Candidate, 
 	return out, rs.Err()
 }
 
-
 // List returns the headers of all stored sessions from the sessions table,
 // ordered by creation time then id. Rows of an unsupported version are
 // skipped.
