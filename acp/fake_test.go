@@ -227,8 +227,16 @@ func (s *FakeSession) Mode() string {
 }
 
 // SetMode implements Session with the agent's error texts.
-// Interrupt implements Session: like Close without waiting.
-func (s *FakeSession) Interrupt() { s.Cancel("disposed") }
+// Interrupt implements Session: running turns end disposed, without
+// waiting for them.
+func (s *FakeSession) Interrupt() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.closed = true
+	for _, c := range s.active {
+		c(errFakeDisposed)
+	}
+}
 
 // Commands implements Session: the fake has no slash commands.
 func (s *FakeSession) Commands() []agent.Command { return nil }
