@@ -33,8 +33,13 @@ type LineStream struct {
 	closer io.Closer
 	log    zerolog.Logger
 
-	wmu    sync.Mutex
-	closed bool
+	wmu     sync.Mutex
+	idle    *sync.Cond // signalled when a writer finishes draining
+	closed  bool
+	writing bool   // a caller is draining pending
+	pending []byte // queued frames, newline-terminated
+	spare   []byte // the last written buffer, reused
+	werr    error  // the first write error; later writes fail with it
 
 	pmu     sync.Mutex
 	params  map[uint64]json.RawMessage // inbound params, kept out of jsonrpc2's re-encoding
@@ -43,7 +48,9 @@ type LineStream struct {
 
 // NewLineStream frames r and w. closer (may be nil) is closed by Close.
 func NewLineStream(r io.Reader, w io.Writer, closer io.Closer, log zerolog.Logger) *LineStream {
-	return &LineStream{r: bufio.NewReaderSize(r, 64<<10), w: w, closer: closer, log: log, params: map[uint64]json.RawMessage{}}
+	s := &LineStream{r: bufio.NewReaderSize(r, 64<<10), w: w, closer: closer, log: log, params: map[uint64]json.RawMessage{}}
+	s.idle = sync.NewCond(&s.wmu)
+	return s
 }
 
 // ReadObject implements jsonrpc2.ObjectStream. It answers malformed input
@@ -225,24 +232,63 @@ func (s *LineStream) WriteObject(obj any) error {
 // ErrStreamClosed is returned by writes after Close.
 var ErrStreamClosed = errors.New("acp: stream closed")
 
-// WriteFrame writes one pre-encoded JSON message and its newline atomically.
+// WriteFrame queues one pre-encoded JSON message and its newline. Frames
+// are written in the order they are queued; the first writer to find no
+// write in progress writes everything queued so far in as few system calls
+// as it can (while it writes, other callers only queue), so a fast stream
+// of updates is coalesced without delaying a lone frame.
 func (s *LineStream) WriteFrame(b []byte) error {
 	s.wmu.Lock()
-	defer s.wmu.Unlock()
 	if s.closed {
+		s.wmu.Unlock()
 		return ErrStreamClosed
 	}
-	buf := make([]byte, 0, len(b)+1)
-	buf = append(buf, b...)
-	buf = append(buf, '\n')
-	_, err := s.w.Write(buf)
+	if s.werr != nil {
+		err := s.werr
+		s.wmu.Unlock()
+		return err
+	}
+	s.pending = append(append(s.pending, b...), '\n')
+	if s.writing {
+		s.wmu.Unlock()
+		return nil
+	}
+	s.writing = true
+	err := s.drainLocked()
+	s.writing = false
+	s.idle.Broadcast()
+	s.wmu.Unlock()
 	return err
 }
 
-// Close stops all further writes and closes the underlying closer.
+// drainLocked writes the queue until it is empty; wmu is held on entry and
+// exit but released around each write.
+func (s *LineStream) drainLocked() error {
+	for len(s.pending) > 0 && s.werr == nil {
+		buf := s.pending
+		s.pending = s.spare[:0]
+		s.wmu.Unlock()
+		_, err := s.w.Write(buf)
+		s.wmu.Lock()
+		s.spare = buf[:0]
+		if err != nil {
+			s.werr = err
+		}
+	}
+	return s.werr
+}
+
+// Close writes what is queued, then stops all further writes and closes
+// the underlying closer.
 func (s *LineStream) Close() error {
 	s.wmu.Lock()
+	for s.writing {
+		s.idle.Wait()
+	}
 	already := s.closed
+	if !already {
+		_ = s.drainLocked()
+	}
 	s.closed = true
 	s.wmu.Unlock()
 	if already || s.closer == nil {

@@ -51,7 +51,8 @@ type Config struct {
 
 // Runtime creates and resumes sessions. It implements acp.Agent.
 type Runtime struct {
-	cfg Config
+	cfg      Config
+	warmOnce sync.Once // the provider's connection is opened with the first session
 }
 
 // NewRuntime returns a runtime for cfg.
@@ -99,7 +100,15 @@ func (r *Runtime) ResumeSession(ctx context.Context, id string) (*Session, error
 	return r.open(session.ResumeLog(h, events, r.cfg.Clock, r.cfg.Store)), nil
 }
 
+// warmer is a provider that can open its connection ahead of use.
+type warmer interface {
+	Warm(ctx context.Context)
+}
+
 func (r *Runtime) open(log *session.Log) *Session {
+	if w, ok := r.cfg.Provider.(warmer); ok {
+		r.warmOnce.Do(func() { go w.Warm(context.Background()) })
+	}
 	s := &Session{rt: r, log: log}
 	s.tools = r.cfg.Tools(s)
 	return s

@@ -11,6 +11,7 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -127,7 +128,14 @@ func TestLiveProviderAgainstDeepSeekSSE(t *testing.T) {
 	require.NoError(t, err)
 	var mu sync.Mutex
 	var bodies []string
+	var warmed atomic.Bool
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Method == http.MethodGet && r.URL.Path == "/models" {
+			// The connection is opened ahead of the first prompt.
+			warmed.Store(r.Header.Get("Authorization") == "Bearer sk-test")
+			_, _ = w.Write([]byte(`{"object":"list","data":[]}`))
+			return
+		}
 		b, _ := io.ReadAll(r.Body)
 		mu.Lock()
 		bodies = append(bodies, string(b))
@@ -164,6 +172,7 @@ func TestLiveProviderAgainstDeepSeekSSE(t *testing.T) {
 	require.Positive(t, thought)
 	require.Positive(t, message)
 
+	require.Eventually(t, warmed.Load, 5*time.Second, time.Millisecond, "the session warmed the API connection")
 	mu.Lock()
 	require.Len(t, bodies, 1)
 	require.Contains(t, bodies[0], `"messages":[{"role":"system","content":"You are dsh-acp`)

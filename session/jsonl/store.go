@@ -44,6 +44,9 @@ type entry struct {
 	path string     // "" while the session's file is unknown
 	next int        // next seq to append; valid when path != ""
 	lazy bool       // written without fsync since the last durable write
+	// dirs reports the background fsync of the directories of a lazily
+	// created file (nil when none is pending).
+	dirs chan error
 }
 
 var (
@@ -125,22 +128,26 @@ func (s *Store) Sync(ctx context.Context, id string) error {
 		return err
 	}
 	defer e.mu.Unlock()
-	return s.syncEntry(e)
+	return s.syncEntry(e, false)
 }
 
-// syncEntry makes an entry's lazily written file and directories durable.
-func (s *Store) syncEntry(e *entry) error {
+// syncEntry makes an entry's lazily written file and directories durable;
+// fileSynced says the file itself was just fsynced.
+func (s *Store) syncEntry(e *entry, fileSynced bool) error {
 	if !e.lazy || e.path == "" {
 		return nil
 	}
-	if err := syncFile(e.path); err != nil {
-		return err
+	if !fileSynced {
+		if err := syncFile(e.path); err != nil {
+			return err
+		}
 	}
-	if err := syncDir(filepath.Dir(e.path)); err != nil {
-		return err
-	}
-	if err := syncDir(s.root); err != nil {
-		return err
+	if e.dirs != nil {
+		err := <-e.dirs
+		e.dirs = nil
+		if err != nil {
+			return err
+		}
 	}
 	e.lazy = false
 	return nil
@@ -198,6 +205,19 @@ func (s *Store) append(ctx context.Context, h session.Header, events []session.E
 		}
 		e.path = path
 		e.lazy = !durable
+		if !durable {
+			// Make the new directory entries durable in the background,
+			// while the turn goes on; the next durable write waits for it.
+			e.dirs = make(chan error, 1)
+			root := s.root
+			go func() {
+				err := syncDir(filepath.Dir(path))
+				if err == nil {
+					err = syncDir(root)
+				}
+				e.dirs <- err
+			}()
+		}
 	} else {
 		if err := appendDurable(e.path, body, durable); err != nil {
 			return fmt.Errorf("append to session %q: %w", h.ID, err)
@@ -208,7 +228,7 @@ func (s *Store) append(ctx context.Context, h session.Header, events []session.E
 	}
 	e.next += len(events)
 	if durable {
-		return s.syncEntry(e)
+		return s.syncEntry(e, true)
 	}
 	return nil
 }

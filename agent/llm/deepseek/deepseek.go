@@ -125,10 +125,25 @@ func (p *Provider) Stream(ctx context.Context, req *llm.Request) iter.Seq2[llm.C
 			yield(llm.Chunk{}, err)
 			return
 		}
-		defer body.Close()
-		if err := translate(ctx, body, func(c llm.Chunk) bool { return yield(c, nil) }); err != nil {
-			yield(llm.Chunk{}, err)
+		finished := false
+		err = translate(ctx, body, func(c llm.Chunk) bool {
+			finished = finished || c.Type == llm.ChunkFinish
+			return yield(c, nil)
+		})
+		if err != nil || !finished {
+			_ = body.Close()
+			if err != nil {
+				yield(llm.Chunk{}, err)
+			}
+			return
 		}
+		// The stream reached [DONE]: read what little remains in the
+		// background so the connection goes back to the pool for the next
+		// step (the request's context bounds the wait).
+		go func() {
+			_, _ = io.Copy(io.Discard, io.LimitReader(body, 64<<10))
+			_ = body.Close()
+		}()
 	}
 }
 
