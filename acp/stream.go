@@ -34,9 +34,12 @@ type LineStream struct {
 	log    zerolog.Logger
 
 	wmu     sync.Mutex
-	idle    *sync.Cond // signalled when a writer finishes draining
+	idle    *sync.Cond // signalled when a write finishes
+	wake    *sync.Cond // signalled when frames are queued or the stream closes
 	closed  bool
-	writing bool   // a caller is draining pending
+	started bool   // the writer goroutine runs
+	stopped bool   // the writer goroutine ended
+	writing bool   // the writer is in a write
 	pending []byte // queued frames, newline-terminated
 	spare   []byte // the last written buffer, reused
 	werr    error  // the first write error; later writes fail with it
@@ -50,6 +53,7 @@ type LineStream struct {
 func NewLineStream(r io.Reader, w io.Writer, closer io.Closer, log zerolog.Logger) *LineStream {
 	s := &LineStream{r: bufio.NewReaderSize(r, 64<<10), w: w, closer: closer, log: log, params: map[uint64]json.RawMessage{}}
 	s.idle = sync.NewCond(&s.wmu)
+	s.wake = sync.NewCond(&s.wmu)
 	return s
 }
 
@@ -232,48 +236,70 @@ func (s *LineStream) WriteObject(obj any) error {
 // ErrStreamClosed is returned by writes after Close.
 var ErrStreamClosed = errors.New("acp: stream closed")
 
-// WriteFrame queues one pre-encoded JSON message and its newline. Frames
-// are written in the order they are queued; the first writer to find no
-// write in progress writes everything queued so far in as few system calls
-// as it can (while it writes, other callers only queue), so a fast stream
-// of updates is coalesced without delaying a lone frame.
+// maxQueued bounds the bytes queued for stdout; a writer that finds more
+// waits, so a client that stops reading slows the agent down instead of
+// growing its memory.
+const maxQueued = 4 << 20
+
+// WriteFrame queues one pre-encoded JSON message and its newline for the
+// stream's writer goroutine, which writes frames in queue order, as many as
+// have accumulated per system call: a fast stream of updates costs few
+// writes, and a lone frame goes out at once.
 func (s *LineStream) WriteFrame(b []byte) error {
 	s.wmu.Lock()
+	defer s.wmu.Unlock()
+	for len(s.pending) > maxQueued && !s.closed && s.werr == nil {
+		s.idle.Wait()
+	}
 	if s.closed {
-		s.wmu.Unlock()
 		return ErrStreamClosed
 	}
 	if s.werr != nil {
-		err := s.werr
-		s.wmu.Unlock()
-		return err
+		return s.werr
 	}
 	s.pending = append(append(s.pending, b...), '\n')
-	if s.writing {
-		s.wmu.Unlock()
-		return nil
+	if !s.started {
+		s.started = true
+		go s.writeLoop()
 	}
-	s.writing = true
-	err := s.drainLocked()
-	s.writing = false
-	s.idle.Broadcast()
-	s.wmu.Unlock()
-	return err
+	s.wake.Signal()
+	return nil
 }
 
-// drainLocked writes the queue until it is empty; wmu is held on entry and
-// exit but released around each write.
-func (s *LineStream) drainLocked() error {
-	for len(s.pending) > 0 && s.werr == nil {
+// writeLoop writes queued frames until the stream is closed and drained.
+func (s *LineStream) writeLoop() {
+	s.wmu.Lock()
+	defer s.wmu.Unlock()
+	for {
+		for len(s.pending) == 0 && !s.closed {
+			s.wake.Wait()
+		}
+		if len(s.pending) == 0 || s.werr != nil {
+			s.stopped = true
+			s.idle.Broadcast()
+			return
+		}
 		buf := s.pending
 		s.pending = s.spare[:0]
+		s.writing = true
 		s.wmu.Unlock()
 		_, err := s.w.Write(buf)
 		s.wmu.Lock()
+		s.writing = false
 		s.spare = buf[:0]
 		if err != nil {
 			s.werr = err
 		}
+		s.idle.Broadcast()
+	}
+}
+
+// Flush waits until every queued frame has been written.
+func (s *LineStream) Flush() error {
+	s.wmu.Lock()
+	defer s.wmu.Unlock()
+	for (len(s.pending) > 0 || s.writing) && s.werr == nil && !s.stopped {
+		s.idle.Wait()
 	}
 	return s.werr
 }
@@ -282,14 +308,12 @@ func (s *LineStream) drainLocked() error {
 // the underlying closer.
 func (s *LineStream) Close() error {
 	s.wmu.Lock()
-	for s.writing {
+	already := s.closed
+	s.closed = true
+	s.wake.Signal()
+	for s.started && !s.stopped {
 		s.idle.Wait()
 	}
-	already := s.closed
-	if !already {
-		_ = s.drainLocked()
-	}
-	s.closed = true
 	s.wmu.Unlock()
 	if already || s.closer == nil {
 		return nil

@@ -75,6 +75,7 @@ func TestLineStreamReadObject(t *testing.T) {
 		require.False(t, ok, "params are handed out once")
 	}
 
+	require.NoError(t, s.Flush()) // writes are asynchronous
 	got := strings.Split(strings.TrimSuffix(out.String(), "\n"), "\n")
 	require.Len(t, got, 7, out.String())
 	assert.Equal(t, `{"jsonrpc":"2.0","id":null,"error":{"code":-32700,"message":"Parse error"}}`, got[0])

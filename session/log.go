@@ -121,7 +121,9 @@ func (l *Log) Append(typ string, data any, opts ...AppendOption) Event {
 	l.mu.Lock()
 	ev.Seq = len(l.events)
 	ev.Time = l.clock()
-	l.events = append(l.events, ev)
+	stored := ev
+	stored.Payload = nil // subscribers get it; the log keeps only the encoding
+	l.events = append(l.events, stored)
 	subs := l.subs
 	l.mu.Unlock()
 	for _, s := range subs {

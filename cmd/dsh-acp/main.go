@@ -13,6 +13,7 @@ import (
 	"os"
 	"os/signal"
 	"path/filepath"
+	"runtime/pprof"
 	"strings"
 	"syscall"
 
@@ -180,6 +181,15 @@ func run(args []string, stdin io.Reader, stdout, stderr io.Writer, getenv func(s
 			return 1
 		}
 		return 0
+	}
+	if path := getenv("DSH_ACP_CPUPROFILE"); path != "" {
+		// A developer aid for measuring the server under a client's load.
+		if f, err := os.Create(fmt.Sprintf("%s.%d", path, os.Getpid())); err == nil {
+			defer f.Close()
+			if pprof.StartCPUProfile(f) == nil {
+				defer pprof.StopCPUProfile()
+			}
+		}
 	}
 	if err := serve(ctx, o, stdin, stdout, log, getenv); err != nil {
 		fmt.Fprintln(stderr, "dsh-acp:", err)

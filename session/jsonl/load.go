@@ -143,7 +143,9 @@ func readLog(path, id string) (session.Header, []session.Event, error) {
 func encodeEvents(events []session.Event) ([]byte, error) {
 	var buf bytes.Buffer
 	for _, ev := range events {
-		if len(ev.Data) > 0 {
+		// A line break can only be whitespace in JSON (strings escape it),
+		// so data without one is already a single line.
+		if len(ev.Data) > 0 && bytes.ContainsAny(ev.Data, "\r\n") {
 			d, err := jsonx.Compact(ev.Data)
 			if err != nil {
 				return nil, fmt.Errorf("event %d (%s): data: %w", ev.Seq, ev.Type, err)
