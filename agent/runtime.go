@@ -51,12 +51,16 @@ type Config struct {
 
 // Runtime creates and resumes sessions. It implements acp.Agent.
 type Runtime struct {
-	cfg      Config
-	warmOnce sync.Once // the provider's connection is opened with the first session
+	cfg Config
 }
 
-// NewRuntime returns a runtime for cfg.
+// NewRuntime returns a runtime for cfg. A provider that can open its
+// connection ahead of use (a live API) starts doing so now, so the first
+// prompt does not wait for TCP and TLS handshakes.
 func NewRuntime(cfg Config) *Runtime {
+	if w, ok := cfg.Provider.(warmer); ok {
+		go w.Warm(context.Background())
+	}
 	if cfg.Tools == nil {
 		cfg.Tools = func(capabilities.Env) *capabilities.Registry { return capabilities.NewRegistry() }
 	}
@@ -106,9 +110,6 @@ type warmer interface {
 }
 
 func (r *Runtime) open(log *session.Log) *Session {
-	if w, ok := r.cfg.Provider.(warmer); ok {
-		r.warmOnce.Do(func() { go w.Warm(context.Background()) })
-	}
 	s := &Session{rt: r, log: log}
 	s.tools = r.cfg.Tools(s)
 	return s
