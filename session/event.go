@@ -84,8 +84,7 @@ func (e Event) MarshalJSON() ([]byte, error) {
 	var b bytes.Buffer
 	b.Grow(len(e.Data) + 64)
 	b.WriteString(`{"type":`)
-	t, _ := jsonx.Marshal(e.Type)
-	b.Write(t)
+	b.Write(jsonx.AppendString(nil, e.Type))
 	b.WriteString(`,"seq":`)
 	b.WriteString(strconv.Itoa(e.Seq))
 	b.WriteString(`,"time":`)

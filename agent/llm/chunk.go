@@ -6,6 +6,7 @@ package llm
 import (
 	"encoding/json"
 	"fmt"
+	"strconv"
 
 	"github.com/dsh-acp/dsh-acp/internal/jsonx"
 	"github.com/dsh-acp/dsh-acp/session"
@@ -77,11 +78,15 @@ func (c Chunk) MarshalJSON() ([]byte, error) {
 			BlockType string `json:"blockType"`
 		}{c.Type, c.Index, c.BlockType})
 	case ChunkTextDelta, ChunkReasoningDelta:
-		return jsonx.Marshal(struct {
-			Type  string `json:"type"`
-			Index int    `json:"index"`
-			Text  string `json:"text"`
-		}{c.Type, c.Index, c.Text})
+		// The streaming hot path: encoded by hand.
+		b := make([]byte, 0, 48+len(c.Text))
+		b = append(b, `{"type":`...)
+		b = jsonx.AppendString(b, c.Type)
+		b = append(b, `,"index":`...)
+		b = strconv.AppendInt(b, int64(c.Index), 10)
+		b = append(b, `,"text":`...)
+		b = jsonx.AppendString(b, c.Text)
+		return append(b, '}'), nil
 	case ChunkToolCallDelta:
 		return jsonx.Marshal(struct {
 			Type           string  `json:"type"`

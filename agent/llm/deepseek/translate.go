@@ -25,15 +25,18 @@ const malformedPrefixUnits = 120
 // payload is one chat.completion.chunk, decoded only as far as the
 // translation needs.
 type payload struct {
-	Choices []struct {
-		Delta struct {
-			ReasoningContent string          `json:"reasoning_content"`
-			Content          string          `json:"content"`
-			ToolCalls        []toolCallDelta `json:"tool_calls"`
-		} `json:"delta"`
-		FinishReason string `json:"finish_reason"`
-	} `json:"choices"`
-	Usage *wireUsage `json:"usage"`
+	Choices []choice   `json:"choices"`
+	Usage   *wireUsage `json:"usage"`
+}
+
+// choice is one element of a payload's choices.
+type choice struct {
+	Delta struct {
+		ReasoningContent string          `json:"reasoning_content"`
+		Content          string          `json:"content"`
+		ToolCalls        []toolCallDelta `json:"tool_calls"`
+	} `json:"delta"`
+	FinishReason string `json:"finish_reason"`
 }
 
 type toolCallDelta struct {
@@ -119,7 +122,9 @@ func translate(ctx context.Context, r io.Reader, emit func(llm.Chunk) bool) erro
 // ignores what does not fit), the rest of the payload still counts.
 func (t *translator) payload(data []byte, emit func(llm.Chunk) bool) (bool, error) {
 	var p payload
-	if err := json.Unmarshal(data, &p); err != nil {
+	if fastPayload(data, &p) {
+		// decoded by the fast path
+	} else if err := json.Unmarshal(data, &p); err != nil {
 		if _, ok := errors.AsType[*json.UnmarshalTypeError](err); !ok {
 			return false, &llm.Error{Message: "malformed SSE payload: " + prefixUTF16(string(data), malformedPrefixUnits),
 				Code: CodeMalformedResponse}
