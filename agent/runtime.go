@@ -58,13 +58,35 @@ type Runtime struct {
 // connection ahead of use (a live API) starts doing so now, so the first
 // prompt does not wait for TCP and TLS handshakes.
 func NewRuntime(cfg Config) *Runtime {
-	if w, ok := cfg.Provider.(warmer); ok {
-		go w.Warm(context.Background())
-	}
 	if cfg.Tools == nil {
 		cfg.Tools = func(capabilities.Env) *capabilities.Registry { return capabilities.NewRegistry() }
 	}
-	return &Runtime{cfg: cfg}
+	if w, ok := cfg.Provider.(warmer); ok {
+		go w.Warm(context.Background())
+	}
+	r := &Runtime{cfg: cfg}
+	go r.prewarm()
+	return r
+}
+
+// prewarm runs the first-prompt code paths once on a throwaway session in
+// the background (prompt assembly, tool schemas, event encodings), so the
+// user's first prompt does not pay for cold caches.
+func (r *Runtime) prewarm() {
+	log := session.NewLog(session.Header{ID: "prewarm", Cwd: "/"}, func() int64 { return 0 }, nil)
+	s := r.open(log)
+	log.Append(session.TypeTurnStart, session.TurnStart{Turn: 1, Trigger: session.Trigger{Kind: "message", Source: session.UserSource}})
+	log.Append(session.TypeUserMessage, session.Message{Content: []session.Block{session.TextBlock("warm")}, Source: session.UserSource})
+	log.Append(session.TypeStepStart, session.StepRef{Turn: 1, Step: 1})
+	hdr := s.header()
+	events := log.Events()
+	typ, data := headerEventFor(events, hdr, true)
+	log.Append(typ, data)
+	log.Append(session.TypeAssistantMessage, session.AssistantMessage{Turn: 1, Step: 1, Content: []session.Block{session.TextBlock("ok")}})
+	_ = deriveMessages(log.Events())
+	for _, e := range log.Events() {
+		_, _ = e.MarshalJSON()
+	}
 }
 
 // NewSession starts an empty session rooted at cwd. Its log file appears
