@@ -9,6 +9,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"slices"
 	"testing"
 	"time"
 
@@ -82,7 +83,10 @@ func TestCancelInSameWriteAsPrompt(t *testing.T) {
 			j := s.Journal()
 			require.GreaterOrEqual(t, len(j), 2, j)
 			if j[0] != "prompt" {
-				assert.Contains(t, j, "dropped", "a cancel seen before the prompt must drop its turn: %v", j)
+				// The cancel reached the session first; the turn's own
+				// context carries it, so the turn is dropped or aborted.
+				assert.True(t, slices.Contains(j, "dropped") || slices.Contains(j, "end:aborted"),
+					"a cancel seen before the prompt must drop or abort its turn: %v", j)
 			}
 		case <-time.After(2 * time.Second):
 			lost++
