@@ -208,7 +208,7 @@ func Run(ctx context.Context, sc *Scenario, l Launcher, o Options) Result {
 	res.Timeline = append([]Message(nil), c.timeline...)
 	c.mu.Unlock()
 	if o.Transcript {
-		res.Transcript = Transcript(res.Timeline)
+		res.Transcript = strings.ReplaceAll(Transcript(res.Timeline), cwd+"/", "")
 	}
 	if stepErr != nil {
 		res.Message = stepErr.Error() + stderrTail(run.Stderr())
