@@ -1,0 +1,92 @@
+package composition_test
+
+import (
+	"os"
+	"path/filepath"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/dsh-acp/dsh-acp/composition"
+)
+
+func TestConfigPathAndSessionsRoot(t *testing.T) {
+	env := func(m map[string]string) func(string) string { return func(k string) string { return m[k] } }
+	require.Equal(t, "/x/c.json", composition.ConfigPath(env(map[string]string{"DSH_ACP_CONFIG": "/x/c.json", "XDG_CONFIG_HOME": "/y"})))
+	require.Equal(t, "/y/dsh-acp/config.json", composition.ConfigPath(env(map[string]string{"XDG_CONFIG_HOME": "/y", "HOME": "/h"})))
+	require.Equal(t, "/h/.config/dsh-acp/config.json", composition.ConfigPath(env(map[string]string{"HOME": "/h"})))
+	require.Equal(t, "/s/dsh-acp/sessions", composition.DefaultSessionsRoot(env(map[string]string{"XDG_STATE_HOME": "/s"})))
+	require.Equal(t, "/h/.local/state/dsh-acp/sessions", composition.DefaultSessionsRoot(env(map[string]string{"HOME": "/h"})))
+}
+
+func TestUserConfig(t *testing.T) {
+	dir := t.TempDir()
+	missing, err := composition.LoadUserConfig(filepath.Join(dir, "none.json"))
+	require.NoError(t, err, "a missing file is an empty config")
+	require.Equal(t, composition.UserConfig{}, missing)
+
+	p := filepath.Join(dir, "config.json")
+	require.NoError(t, os.WriteFile(p, []byte(`{"model":"deepseek-chat","sandbox":"read-only","approval":"never","store":"sqlite"}`), 0o600))
+	u, err := composition.LoadUserConfig(p)
+	require.NoError(t, err)
+	def, _ := composition.Builtin("default")
+	c, err := def.Apply(u)
+	require.NoError(t, err)
+	require.Equal(t, "deepseek-chat", c.Model)
+	require.Equal(t, "read-only", c.Sandbox)
+	require.Equal(t, "never", c.Approval)
+
+	up, _ := composition.Builtin("sandbox-acp-agent")
+	kept, err := up.Apply(u)
+	require.NoError(t, err)
+	require.Equal(t, up, kept, "upstream-mirroring compositions ignore the user's settings")
+
+	require.NoError(t, os.WriteFile(p, []byte(`{"modle":"typo"}`), 0o600))
+	_, err = composition.LoadUserConfig(p)
+	require.ErrorContains(t, err, `unknown field "modle"`)
+	require.NoError(t, os.WriteFile(p, []byte(`{"store":"postgres"}`), 0o600))
+	_, err = composition.LoadUserConfig(p)
+	require.ErrorContains(t, err, `store must be "jsonl" or "sqlite"`)
+	_, err = def.Apply(composition.UserConfig{Sandbox: "yolo"})
+	require.ErrorContains(t, err, `unknown sandbox mode "yolo"`)
+}
+
+func TestCompositionFile(t *testing.T) {
+	p := filepath.Join(t.TempDir(), "c.json")
+	require.NoError(t, os.WriteFile(p, []byte(`{"base":"default","name":"no-shell","tools":["fs","todo"]}`), 0o600))
+	c, err := composition.Load(p)
+	require.NoError(t, err)
+	require.Equal(t, "no-shell", c.Name)
+	require.Equal(t, []string{"fs", "todo"}, c.Tools)
+	require.True(t, c.Undo, "fields not in the file come from the base")
+
+	reg := c.Registry(nil, composition.Deps{})
+	var names []string
+	for _, tool := range reg.Tools() {
+		names = append(names, tool.Name())
+	}
+	require.Equal(t, []string{"edit", "read", "todo_write", "write"}, names)
+
+	require.NoError(t, os.WriteFile(p, []byte(`{"tools":["teleport"]}`), 0o600))
+	_, err = composition.Load(p)
+	require.ErrorContains(t, err, `unknown tool family "teleport"`)
+	_, err = composition.Load("no-such-composition")
+	require.ErrorContains(t, err, "neither a built-in")
+}
+
+func TestBuiltinToolsInWireOrder(t *testing.T) {
+	for name, want := range map[string][]string{
+		"acp-agent":         {"bash", "edit", "read", "task_kill", "task_list", "task_output", "todo_write", "write"},
+		"sandbox-acp-agent": {"bash", "task_kill", "task_list", "task_output"},
+		"plan-acp-agent":    {"edit", "exit_plan_mode", "read", "todo_write", "write"},
+		"default":           {"ask_user_question", "bash", "edit", "exit_plan_mode", "read", "task_kill", "task_list", "task_output", "todo_write", "write"},
+	} {
+		c, ok := composition.Builtin(name)
+		require.True(t, ok)
+		var got []string
+		for _, tool := range c.Registry(nil, composition.Deps{}).Tools() {
+			got = append(got, tool.Name())
+		}
+		require.Equal(t, want, got, name)
+	}
+}
