@@ -202,7 +202,7 @@ func (s *Session) Close(ctx context.Context) error {
 	s.Interrupt()
 	s.turnMu.Lock()
 	defer s.turnMu.Unlock()
-	return s.log.Flush(ctx)
+	return errors.Join(s.tools.Close(ctx), s.log.Flush(ctx))
 }
 
 // system renders the session's system prompt.

@@ -91,3 +91,22 @@ func (r *Registry) Execute(ctx context.Context, env Env, callID, name, arguments
 func errorOutcome(msg string, info *session.ErrorInfo) Outcome {
 	return Outcome{Content: []session.Block{session.TextBlock("Error: " + msg)}, IsError: true, Error: info}
 }
+
+// Closer is implemented by tools holding resources beyond a call (e.g.
+// background processes); the registry closes them with their session.
+type Closer interface {
+	Close(ctx context.Context) error
+}
+
+// Close releases every tool's resources.
+func (r *Registry) Close(ctx context.Context) error {
+	var errs []error
+	for _, t := range r.tools {
+		if c, ok := t.(Closer); ok {
+			if err := c.Close(ctx); err != nil {
+				errs = append(errs, fmt.Errorf("close tool %s: %w", t.Name(), err))
+			}
+		}
+	}
+	return errors.Join(errs...)
+}

@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/dsh-acp/dsh-acp/capabilities"
 	"github.com/stretchr/testify/require"
 )
 
@@ -146,4 +147,20 @@ func TestTaskLabel(t *testing.T) {
 	require.Equal(t, "a b c", taskLabel("a\n  b\tc "))
 	long := strings.Repeat("x", 100)
 	require.Equal(t, strings.Repeat("x", 79)+"…", taskLabel(long))
+}
+
+// TestCloseKillsBackgroundTasks: closing the bash tool (its session went
+// away) kills the background tasks it started.
+func TestCloseKillsBackgroundTasks(t *testing.T) {
+	tasks := NewTasks(nil)
+	tools := New(Options{Tasks: tasks, KillGrace: 300 * time.Millisecond})
+	reg := capabilities.NewRegistry(tools...)
+	out := reg.Execute(context.Background(), nil, "c1", "bash", `{"command":"sleep 300","description":"sleep","run_in_background":true}`)
+	require.False(t, out.IsError, "%v", out.Content)
+	list := tasks.List("")
+	require.Len(t, list, 1)
+	require.NoError(t, reg.Close(context.Background()))
+	for _, info := range tasks.List("") {
+		require.NotEqual(t, StateRunning, info.Status.State, "%+v", info)
+	}
 }

@@ -279,3 +279,11 @@ func owner(call *capabilities.Call) string {
 
 // rawString is s as a JSON string.
 func rawString(s string) json.RawMessage { return jsonx.MustMarshal(s) }
+
+// Close implements capabilities.Closer: the session is going away, so its
+// background tasks are killed (their process groups get SIGTERM, then
+// SIGKILL).
+func (t *Tool) Close(ctx context.Context) error {
+	t.opts.Tasks.Close(ctx)
+	return nil
+}
