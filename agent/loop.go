@@ -40,6 +40,9 @@ func (s *Session) Prompt(ctx context.Context, text string) session.EndReason {
 	}
 	turnCtx, cancel := context.WithCancel(ctx)
 	s.cancel, s.abortReason = cancel, ""
+	turn := session.LastTurn(s.log.Events()) + 1
+	s.log.Append(session.TypeTurnStart, session.TurnStart{Turn: turn, Trigger: session.Trigger{Kind: "message", Source: session.UserSource}})
+	s.inTurn = true
 	s.mu.Unlock()
 	defer func() {
 		s.mu.Lock()
@@ -48,8 +51,6 @@ func (s *Session) Prompt(ctx context.Context, text string) session.EndReason {
 		cancel()
 	}()
 
-	turn := session.LastTurn(s.log.Events()) + 1
-	s.log.Append(session.TypeTurnStart, session.TurnStart{Turn: turn, Trigger: session.Trigger{Kind: "message", Source: session.UserSource}})
 	s.noticeUndefinedMode()
 	s.flushMode()
 	s.anchorKnobs()
@@ -62,6 +63,9 @@ func (s *Session) Prompt(ctx context.Context, text string) session.EndReason {
 	} else {
 		reason = s.runSteps(turnCtx, turn)
 	}
+	s.mu.Lock()
+	s.inTurn = false // an injection now waits for turnMu and opens its own turn
+	s.mu.Unlock()
 	s.log.Append(session.TypeTurnEnd, session.TurnEnd{Turn: turn, Reason: reason})
 	if err := s.log.Flush(context.WithoutCancel(ctx)); err != nil {
 		s.rt.cfg.Log.Error().Err(err).Str("session", s.ID()).Msg("persist session log")

@@ -155,6 +155,7 @@ type Session struct {
 	pending     map[string]string // held knob switches, anchored at the next turn
 	toldPolicy  string            // the approval policy the model was last told
 	pendingMode string            // a mode switch waiting for the next flush point
+	inTurn      bool              // a prompt's turn is open (guards Inject)
 
 	undefinedNoticed map[string]bool // undefined modes already announced
 }

@@ -20,6 +20,7 @@ import (
 	"github.com/dsh-acp/dsh-acp/capabilities/todo"
 	"github.com/dsh-acp/dsh-acp/capabilities/undo"
 	"github.com/dsh-acp/dsh-acp/sandbox"
+	"github.com/dsh-acp/dsh-acp/session"
 )
 
 // Tool families a composition can mount.
@@ -216,6 +217,12 @@ type Deps struct {
 	LaunchDir string
 }
 
+// injector is what a background task needs of a session to announce its
+// end to the model.
+type injector interface {
+	Inject(source session.Source, text string)
+}
+
 // knobs is what the sandbox needs of a session.
 type knobs interface {
 	Knob(id string) (string, bool)
@@ -234,7 +241,7 @@ func (c Composition) Registry(env capabilities.Env, deps Deps) *capabilities.Reg
 		tools = append(tools, fs.New(opts)...)
 	}
 	if c.Has(FamilyBash) {
-		tools = append(tools, bash.New(c.bashOptions(deps))...)
+		tools = append(tools, bash.New(c.bashOptions(env, deps))...)
 	}
 	if c.Has(FamilyTodo) {
 		tools = append(tools, todo.Tool{})
@@ -250,8 +257,14 @@ func (c Composition) Registry(env capabilities.Env, deps Deps) *capabilities.Reg
 
 // bashOptions configures the bash family: upstream's timeouts, and a
 // confining executor whenever the composition has a sandbox mode.
-func (c Composition) bashOptions(deps Deps) bash.Options {
+func (c Composition) bashOptions(env capabilities.Env, deps Deps) bash.Options {
 	o := bash.Options{DefaultTimeout: 60000}
+	// A finished background task is announced to the model.
+	if inj, ok := env.(injector); ok {
+		o.Tasks = bash.NewTasks(func(info bash.TaskInfo) {
+			inj.Inject(session.Source{Kind: "plugin", Plugin: "tool-bash"}, bash.Notice(info))
+		})
+	}
 	if c.Sandbox == "" {
 		return o
 	}
