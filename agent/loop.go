@@ -89,7 +89,9 @@ func (s *Session) persist(ctx context.Context) {
 func (s *Session) abortEnd(ctx context.Context) session.EndReason {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if s.disposed {
+	// The first abort decides: a turn cancelled before the session was
+	// disposed ended because of the cancel, however late it notices.
+	if s.abortReason == "disposed" || (s.disposed && s.abortReason == "") {
 		return session.EndReason{Kind: session.EndDisposed}
 	}
 	reason := s.abortReason
