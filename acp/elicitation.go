@@ -3,6 +3,7 @@ package acp
 import (
 	"context"
 	"encoding/json"
+	"strconv"
 	"strings"
 
 	"github.com/dsh-acp/dsh-acp/capabilities"
@@ -99,6 +100,9 @@ func (s *Server) Ask(ctx context.Context, sessionID string, questions []capabili
 		return nil, capabilities.UserInteractionError("NO_SESSION", "ACP user question has no matching session")
 	}
 	if s.opts.RequireElicitation && !supported {
+		if permissionAskable(questions) {
+			return s.askByPermission(ctx, sessionID, questions)
+		}
 		return nil, capabilities.UserInteractionError("ASK_FAILED",
 			"the editor did not advertise elicitation support, so the question cannot reach the user; ask in your reply instead")
 	}
@@ -157,4 +161,54 @@ func choices(raw json.RawMessage) []string {
 		return []string{one}
 	}
 	return []string{}
+}
+
+// permissionAskable reports whether questions can go out as permission
+// prompts instead: each picks one of offered options on a tool call's card.
+func permissionAskable(qs []capabilities.Question) bool {
+	for _, q := range qs {
+		if q.CallID == "" || q.MultiSelect || len(q.Options) == 0 {
+			return false
+		}
+	}
+	return true
+}
+
+// askByPermission asks choice questions through session/request_permission
+// for clients without elicitation (Zed renders them as buttons on the tool
+// card): the first option is offered as the allowing choice, the others as
+// rejecting ones.
+func (s *Server) askByPermission(ctx context.Context, sessionID string, questions []capabilities.Question) ([]capabilities.Answer, error) {
+	answers := make([]capabilities.Answer, 0, len(questions))
+	for _, q := range questions {
+		params := RequestPermissionRequest{SessionID: sessionID, ToolCall: ToolCallRef{q.CallID}}
+		for i, o := range q.Options {
+			kind := "reject_once"
+			if i == 0 {
+				kind = "allow_once"
+			}
+			params.Options = append(params.Options, PermissionOption{OptionID: "choice-" + strconv.Itoa(i), Name: o.Label, Kind: kind})
+		}
+		var res struct {
+			Outcome struct {
+				Outcome  string `json:"outcome"`
+				OptionID string `json:"optionId"`
+			} `json:"outcome"`
+		}
+		err := s.call(ctx, "session/request_permission", params, &res)
+		switch {
+		case ctx.Err() != nil:
+			return nil, capabilities.UserInteractionError("ASK_ABORTED", "ask_user_question was aborted before the user answered")
+		case err != nil:
+			return nil, capabilities.UserInteractionError("ASK_FAILED", "ACP permission request failed")
+		case res.Outcome.Outcome != "selected":
+			return nil, capabilities.UserInteractionError("ASK_CANCELLED", "ask_user_question was cancelled by the user")
+		}
+		i, err := strconv.Atoi(strings.TrimPrefix(res.Outcome.OptionID, "choice-"))
+		if err != nil || i < 0 || i >= len(q.Options) || !strings.HasPrefix(res.Outcome.OptionID, "choice-") {
+			return nil, capabilities.UserInteractionError("NO_ANSWER", "ask_user_question returned no answer")
+		}
+		answers = append(answers, capabilities.Answer{ID: q.ID, Selected: []string{q.Options[i].Label}})
+	}
+	return answers, nil
 }

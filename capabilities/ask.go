@@ -10,6 +10,9 @@ type Question struct {
 	Question    string
 	Options     []QuestionOption
 	MultiSelect bool
+	// CallID is the tool call asking, so a client can attach the question
+	// to its card ("" when unknown).
+	CallID string
 }
 
 // QuestionOption is one offered answer.

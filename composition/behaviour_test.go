@@ -269,46 +269,53 @@ func exitPlan() toolCall {
 	return toolCall{Name: "exit_plan_mode", Args: string(args)}
 }
 
-// 4. exit_plan_mode needs an elicitation-capable client: without one it
-// fails at once, without a wire request; with one, approval returns the
-// session to the default mode.
+// 4. exit_plan_mode reviews the plan with the user: without elicitation
+// the review arrives as a permission prompt on the tool card (Approve /
+// Keep planning), never hangs, and approval returns the session to the
+// default mode; with elicitation it is a form.
 func TestExitPlanModeElicitation(t *testing.T) {
-	t.Run("client without elicitation", func(t *testing.T) {
-		root, ws := t.TempDir(), t.TempDir()
-		p := newProvider()
-		asked := make(chan string, 10)
-		answer := func(method string, _ json.RawMessage) any {
-			asked <- method
-			return map[string]any{"action": "accept", "content": map[string]any{"choice": "Approve"}}
-		}
-		srv := serve(t, "default", openStore(t, root), ws, p, map[string]any{}, answer)
-		s := srv.newSession(t, ws)
-		srv.setMode(t, s.SessionID, "plan")
-		p.script("present the plan", exitPlan())
+	for _, tc := range []struct {
+		name, choose string
+		approved     bool
+	}{{"client without elicitation approves", "choice-0", true}, {"client without elicitation keeps planning", "choice-1", false}} {
+		t.Run(tc.name, func(t *testing.T) {
+			root, ws := t.TempDir(), t.TempDir()
+			p := newProvider()
+			answer := func(method string, _ json.RawMessage) any {
+				if method != "session/request_permission" {
+					return nil
+				}
+				return map[string]any{"outcome": map[string]any{"outcome": "selected", "optionId": tc.choose}}
+			}
+			srv := serve(t, "default", openStore(t, root), ws, p, map[string]any{}, answer)
+			s := srv.newSession(t, ws)
+			srv.setMode(t, s.SessionID, "plan")
+			p.script("present the plan", exitPlan())
 
-		start := time.Now()
-		stop, lines := srv.prompt(t, s.SessionID, "present the plan")
-		assert.Equal(t, "end_turn", stop)
-		assert.Less(t, time.Since(start), 5*time.Second, "the prompt should finish promptly")
+			start := time.Now()
+			stop, lines := srv.prompt(t, s.SessionID, "present the plan")
+			assert.Equal(t, "end_turn", stop)
+			assert.Less(t, time.Since(start), 5*time.Second, "the prompt should finish promptly")
+			assert.Empty(t, agentRequests(srv.c.snapshot(), "elicitation/create"))
 
-		assert.Empty(t, agentRequests(srv.c.snapshot(), "elicitation/create"))
-		assert.Len(t, asked, 0, "no agent request may reach the client")
-
-		evs := readLog(t, root, s.SessionID)
-		rs := toolResults(t, evs)
-		require.Len(t, rs, 1)
-		assert.Equal(t, "Error: the editor did not advertise elicitation support, so the question cannot reach the user; ask in your reply instead", rs[0].text())
-		assert.True(t, rs[0].IsError)
-		assert.JSONEq(t, `{"name":"UserInteractionError","code":"ASK_FAILED"}`, string(rs[0].Error))
-		// Still planning.
-		assert.Equal(t, []string{`{"mode":"plan"}`}, ofType(evs, "mode/set"))
-		for _, u := range updates(lines, s.SessionID) {
-			assert.NotContains(t, u, "current_mode_update")
-		}
-		up := updateFor(lines, s.SessionID, rs[0].CallID)
-		assert.Contains(t, up, `"status":"failed"`)
-		assert.Contains(t, up, "did not advertise elicitation support")
-	})
+			reqs := agentRequests(lines, "session/request_permission")
+			require.Len(t, reqs, 1)
+			evs := readLog(t, root, s.SessionID)
+			rs := toolResults(t, evs)
+			require.Len(t, rs, 1)
+			assert.JSONEq(t, `{"sessionId":"`+s.SessionID+`","toolCall":{"toolCallId":"`+rs[0].CallID+`"},"options":[{"optionId":"choice-0","name":"Approve","kind":"allow_once"},{"optionId":"choice-1","name":"Keep planning","kind":"reject_once"}]}`, string(reqs[0].Params))
+			if tc.approved {
+				assert.False(t, rs[0].IsError)
+				assert.Equal(t, []string{`{"mode":"plan"}`, `{"mode":"default"}`}, ofType(evs, "mode/set"))
+				return
+			}
+			assert.Equal(t, "Error: The user chose to keep planning; revise the plan and present it again.", rs[0].text())
+			assert.Equal(t, []string{`{"mode":"plan"}`}, ofType(evs, "mode/set"))
+			for _, u := range updates(lines, s.SessionID) {
+				assert.NotContains(t, u, "current_mode_update")
+			}
+		})
+	}
 
 	t.Run("client with elicitation approves", func(t *testing.T) {
 		root, ws := t.TempDir(), t.TempDir()

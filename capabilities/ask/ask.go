@@ -64,7 +64,7 @@ func (t Tool) Run(ctx context.Context, call *capabilities.Call) (capabilities.Re
 	}
 	qs := make([]capabilities.Question, 0, len(a.Questions))
 	for _, q := range a.Questions {
-		cq := capabilities.Question{ID: q.ID, Question: q.Question, Header: q.Header, MultiSelect: q.MultiSelect}
+		cq := capabilities.Question{ID: q.ID, Question: q.Question, Header: q.Header, MultiSelect: q.MultiSelect, CallID: call.CallID}
 		for _, o := range q.Options {
 			cq.Options = append(cq.Options, capabilities.QuestionOption{Label: o.Label, Description: o.Description})
 		}

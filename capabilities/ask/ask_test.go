@@ -29,8 +29,8 @@ func TestAskReturnsAnswersAsJSON(t *testing.T) {
 	require.False(t, out.IsError, "%v", out.Content)
 	require.Equal(t, `{"answers":[{"id":"db","selected":["Postgres"]},{"id":"deploy","selected":[],"custom":"blue-green"}]}`, out.Content[0].Text)
 	require.Equal(t, []capabilities.Question{
-		{ID: "db", Question: "Which database?", Options: []capabilities.QuestionOption{{Label: "Postgres", Description: "relational"}, {Label: "SQLite"}}},
-		{ID: "deploy", Question: "How to deploy?", Header: "Deploy"},
+		{ID: "db", Question: "Which database?", Options: []capabilities.QuestionOption{{Label: "Postgres", Description: "relational"}, {Label: "SQLite"}}, CallID: "c1"},
+		{ID: "deploy", Question: "How to deploy?", Header: "Deploy", CallID: "c1"},
 	}, f.got)
 }
 

@@ -61,7 +61,9 @@ func (t Tool) Run(ctx context.Context, call *capabilities.Call) (capabilities.Re
 	if t.Asker == nil {
 		return capabilities.Result{}, errors.New("no user-interaction channel is available to review the plan; ask the user to switch the session mode instead")
 	}
-	answers, err := t.Asker.Ask(ctx, env.Log().ID(), []capabilities.Question{Review()})
+	q := Review()
+	q.CallID = call.CallID
+	answers, err := t.Asker.Ask(ctx, env.Log().ID(), []capabilities.Question{q})
 	if err != nil {
 		return capabilities.Result{}, err
 	}
