@@ -62,6 +62,9 @@ type Options struct {
 	// RequireElicitation sends questions only to clients that advertise
 	// elicitation (upstream sends them regardless).
 	RequireElicitation bool
+	// ContextWindow, when positive, turns on the context meter: a
+	// usage_update after every model call (upstream sends none).
+	ContextWindow int
 }
 
 // FromRuntime adapts an agent runtime to the bridge's Agent surface.

@@ -16,6 +16,7 @@ func marshal(v any) ([]byte, error) { return jsonx.Marshal(v) }
 // payloads. The same translator serves live streaming and session/load
 // replay (which also shows user messages).
 type presenter struct {
+	window       int // context window in tokens for usage_update (0: none)
 	tools        ToolLookup
 	cwd          string
 	terminal     bool
@@ -95,6 +96,22 @@ func (p *presenter) present(ev session.Event) []any {
 			delete(p.calls, r.CallID)
 		}
 		return []any{p.resultCard(r, call)}
+	case session.TypeAssistantMessage:
+		if p.window <= 0 {
+			return nil
+		}
+		var m struct {
+			Usage *struct {
+				InputTokens     int `json:"inputTokens"`
+				OutputTokens    int `json:"outputTokens"`
+				CacheReadTokens int `json:"cacheReadTokens"`
+			} `json:"usage"`
+		}
+		if ev.Decode(&m) != nil || m.Usage == nil {
+			return nil
+		}
+		used := m.Usage.InputTokens + m.Usage.CacheReadTokens + m.Usage.OutputTokens
+		return []any{UsageUpdate{SessionUpdate: "usage_update", Used: used, Size: p.window}}
 	case agent.TypeCommandResult:
 		var r agent.CommandResult
 		if ev.Decode(&r) != nil {
@@ -125,4 +142,12 @@ type AvailableCommand struct {
 type AvailableCommandsUpdate struct {
 	SessionUpdate     string             `json:"sessionUpdate"`
 	AvailableCommands []AvailableCommand `json:"availableCommands"`
+}
+
+// UsageUpdate is the context meter: tokens in the context after the last
+// model call, and the context window.
+type UsageUpdate struct {
+	SessionUpdate string `json:"sessionUpdate"`
+	Used          int    `json:"used"`
+	Size          int    `json:"size"`
 }

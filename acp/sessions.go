@@ -73,6 +73,7 @@ func (s *Server) register(ctx context.Context, sess Session, terminal bool, clos
 // attach starts streaming the session's live events to the client.
 func (s *Server) attach(ls *liveSession) {
 	p := newPresenter(ls.s.Tools(), ls.s.Log().Header().Cwd, ls.terminal, false)
+	p.window = s.opts.ContextWindow
 	id := ls.s.ID()
 	ls.unsub = ls.s.Log().Subscribe(func(ev session.Event) {
 		for _, u := range p.present(ev) {
@@ -142,6 +143,7 @@ func (s *Server) resume(ctx context.Context, req LoadSessionRequest, terminal bo
 		return nil, err
 	}
 	replay := newPresenter(sess.Tools(), sess.Log().Header().Cwd, terminal, true)
+	replay.window = s.opts.ContextWindow
 	for _, ev := range sess.Log().Events() {
 		for _, u := range replay.present(ev) {
 			s.notify("session/update", SessionNotification{SessionID: sess.ID(), Update: u})

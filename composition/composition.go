@@ -62,6 +62,9 @@ type Composition struct {
 	Undo bool `json:"undo,omitempty"`
 	// ToolMode is "native" (default), "code" or "both".
 	ToolMode string `json:"toolMode,omitempty"`
+	// ContextWindow is the model's context window in tokens; positive
+	// values turn on the editor's context meter (usage_update).
+	ContextWindow int `json:"contextWindow,omitempty"`
 }
 
 // DefaultModel is the model of every built-in composition.
@@ -80,7 +83,8 @@ func Builtin(name string) (Composition, bool) {
 	switch name {
 	case "default":
 		return Composition{Name: "default", Model: DefaultModel, Persona: codingPersona, Hooks: true, Undo: true, Modes: true,
-			Sandbox: "workspace-write", Approval: "ask",
+			ContextWindow: 131072,
+			Sandbox:       "workspace-write", Approval: "ask",
 			Tools: []string{FamilyFS, FamilyBash, FamilyTodo, FamilyPlan, FamilyAsk, FamilySubagent, FamilyWorkflow}}, true
 	case "acp-agent":
 		return acpAgent, true

@@ -67,6 +67,7 @@ func (c Composition) NewServer(o ServerOptions) *acp.Server {
 		AgentVersion:       o.Version,
 		AcceptMCPServers:   !c.Upstream,
 		RequireElicitation: !c.Upstream,
+		ContextWindow:      c.ContextWindow,
 	}, o.Log)
 	asker.srv = srv
 	if approvals != nil {
