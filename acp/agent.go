@@ -62,6 +62,9 @@ type Options struct {
 	// RequireElicitation sends questions only to clients that advertise
 	// elicitation (upstream sends them regardless).
 	RequireElicitation bool
+	// OfferAllowAlways adds an "Always allow in this session" option to
+	// permission requests (upstream offers allow-once and reject only).
+	OfferAllowAlways bool
 	// ContextWindow, when positive, turns on the context meter: a
 	// usage_update after every model call (upstream sends none).
 	ContextWindow int

@@ -42,8 +42,11 @@ func (s *Server) Answer(ctx context.Context, sessionID string, req approval.Requ
 	}
 	params := RequestPermissionRequest{SessionID: sessionID, ToolCall: ToolCallRef{req.CallID}, Options: []PermissionOption{
 		{OptionID: "allow-once", Name: "Allow once", Kind: "allow_once"},
-		{OptionID: "reject-once", Name: "Reject", Kind: "reject_once"},
 	}}
+	if s.opts.OfferAllowAlways {
+		params.Options = append(params.Options, PermissionOption{OptionID: "allow-always", Name: "Always allow in this session", Kind: "allow_always"})
+	}
+	params.Options = append(params.Options, PermissionOption{OptionID: "reject-once", Name: "Reject", Kind: "reject_once"})
 	var res struct {
 		Outcome struct {
 			Outcome  string `json:"outcome"`
@@ -58,6 +61,8 @@ func (s *Server) Answer(ctx context.Context, sessionID string, req approval.Requ
 		return approval.Cancelled, true, nil
 	case res.Outcome.Outcome == "selected" && res.Outcome.OptionID == "allow-once":
 		return approval.AllowedOnce, true, nil
+	case res.Outcome.Outcome == "selected" && res.Outcome.OptionID == "allow-always" && s.opts.OfferAllowAlways:
+		return approval.AllowedAlways, true, nil
 	}
 	return approval.Rejected, true, nil
 }

@@ -18,9 +18,13 @@ type Outcome string
 // Outcomes.
 const (
 	AllowedOnce Outcome = "allowed-once"
-	Rejected    Outcome = "rejected"
-	Cancelled   Outcome = "cancelled"
-	Unavailable Outcome = "unavailable"
+	// AllowedAlways grants this request and tells the caller to stop asking
+	// for the same kind of request in this session (offered only outside
+	// the upstream-mirroring compositions).
+	AllowedAlways Outcome = "allowed-always"
+	Rejected      Outcome = "rejected"
+	Cancelled     Outcome = "cancelled"
+	Unavailable   Outcome = "unavailable"
 )
 
 // Policies.
@@ -143,7 +147,7 @@ func (s *Service) decide(ctx context.Context, log *session.Log, req Request) Out
 				continue
 			}
 			switch ans.out {
-			case AllowedOnce, Rejected, Cancelled, Unavailable:
+			case AllowedOnce, AllowedAlways, Rejected, Cancelled, Unavailable:
 				return ans.out
 			}
 			return Unavailable

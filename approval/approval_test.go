@@ -45,6 +45,7 @@ func TestOutcomes(t *testing.T) {
 	}{
 		{"allowed", []Answerer{fixed{out: AllowedOnce, ok: true}}, AllowedOnce},
 		{"rejected", []Answerer{fixed{out: Rejected, ok: true}}, Rejected},
+		{"allowed always", []Answerer{fixed{out: AllowedAlways, ok: true}}, AllowedAlways},
 		{"no answerer", nil, Unavailable},
 		{"falls through", []Answerer{fixed{ok: false}, fixed{out: AllowedOnce, ok: true}}, AllowedOnce},
 		{"answerer error", []Answerer{fixed{err: errors.New("gone"), ok: true}}, Unavailable},

@@ -227,6 +227,11 @@ type injector interface {
 	Inject(source session.Source, text string)
 }
 
+// knobSetter switches a session knob.
+type knobSetter interface {
+	SetKnob(id, value string)
+}
+
 // knobs is what the sandbox needs of a session.
 type knobs interface {
 	Knob(id string) (string, bool)
@@ -288,6 +293,11 @@ func (c Composition) bashOptions(env capabilities.Env, deps Deps) bash.Options {
 				}
 			}
 			return def
+		},
+		Remember: func(call *capabilities.Call, mode string) {
+			if k, ok := call.Session.(knobSetter); ok {
+				k.SetKnob("sandbox-mode", mode)
+			}
 		},
 		Root: func(call *capabilities.Call) string {
 			// Upstream confines to the launch directory; editor users get

@@ -68,6 +68,7 @@ func (c Composition) NewServer(o ServerOptions) *acp.Server {
 		AcceptMCPServers:   !c.Upstream,
 		RequireElicitation: !c.Upstream,
 		ContextWindow:      c.ContextWindow,
+		OfferAllowAlways:   !c.Upstream,
 	}, o.Log)
 	asker.srv = srv
 	if approvals != nil {

@@ -47,3 +47,40 @@ func TestFinishedBackgroundTaskIsAnnounced(t *testing.T) {
 	}
 	require.True(t, found, "the notice is in the model's history")
 }
+
+// "Always allow in this session" on an escalation widens the session's
+// sandbox mode, so the next command needs no prompt.
+func TestAllowAlwaysWidensTheSession(t *testing.T) {
+	root, ws, outside := t.TempDir(), t.TempDir(), t.TempDir()
+	p := newProvider()
+	var asked []json.RawMessage
+	answer := func(method string, params json.RawMessage) any {
+		if method != "session/request_permission" {
+			return nil
+		}
+		asked = append(asked, params)
+		return map[string]any{"outcome": map[string]any{"outcome": "selected", "optionId": "allow-always"}}
+	}
+	srv := serve(t, "default", openStore(t, root), ws, p, map[string]any{}, answer)
+	sid := srv.newSession(t, ws).SessionID
+	first, _ := json.Marshal(map[string]any{"command": "echo one > " + outside + "/one.txt", "description": "write outside",
+		"sandbox_permissions": "danger-full-access", "justification": "the user asked for a file outside the project"})
+	second, _ := json.Marshal(map[string]any{"command": "echo two > " + outside + "/two.txt", "description": "write outside again"})
+	p.script("first", toolCall{Name: "bash", Args: string(first)})
+	p.script("second", toolCall{Name: "bash", Args: string(second)})
+
+	stop, _ := srv.prompt(t, sid, "first")
+	require.Equal(t, "end_turn", stop)
+	require.Len(t, asked, 1)
+	require.Contains(t, string(asked[0]), `{"optionId":"allow-always","name":"Always allow in this session","kind":"allow_always"}`)
+	require.FileExists(t, outside+"/one.txt")
+
+	stop, _ = srv.prompt(t, sid, "second")
+	require.Equal(t, "end_turn", stop)
+	require.Len(t, asked, 1, "no second prompt")
+	require.FileExists(t, outside+"/two.txt")
+
+	evs := readLog(t, root, sid)
+	require.Contains(t, ofType(evs, "approval/decided")[0], `"outcome":"allowed-always"`)
+	require.Equal(t, []string{`{"mode":"danger-full-access"}`}, ofType(evs, "bash/sandbox-mode"))
+}

@@ -34,6 +34,9 @@ type Sandboxing struct {
 	Mode func(call *capabilities.Call) string
 	// Approver asks for escalations (nil: no approval service composed).
 	Approver Approver
+	// Remember, when set, makes an "always allow" answer stick: the
+	// session's mode becomes the granted one.
+	Remember func(call *capabilities.Call, mode string)
 }
 
 // EscalationMarker tells the model a denied command may be retried with
@@ -82,6 +85,11 @@ func (sb *Sandboxing) effectiveMode(ctx context.Context, call *capabilities.Call
 	}
 	switch out {
 	case approval.AllowedOnce:
+		return want, nil
+	case approval.AllowedAlways:
+		if sb.Remember != nil {
+			sb.Remember(call, want)
+		}
 		return want, nil
 	case approval.Rejected:
 		return "", fmt.Errorf("the user rejected escalating this command to %q", want)
