@@ -16,6 +16,8 @@ type Agent interface {
 	LookupSession(ctx context.Context, id string) (session.Header, error)
 	// ResumeSession loads a stored session (crash repair applied).
 	ResumeSession(ctx context.Context, id string) (Session, error)
+	// ListSessions returns the headers of the stored sessions.
+	ListSessions(ctx context.Context) ([]session.Header, error)
 }
 
 // Session is one live conversation.
@@ -62,6 +64,8 @@ type Options struct {
 	// RequireElicitation sends questions only to clients that advertise
 	// elicitation (upstream sends them regardless).
 	RequireElicitation bool
+	// ListSessions answers session/list (upstream: method not found).
+	ListSessions bool
 	// OfferAllowAlways adds an "Always allow in this session" option to
 	// permission requests (upstream offers allow-once and reject only).
 	OfferAllowAlways bool
@@ -81,6 +85,10 @@ func (a runtimeAgent) NewSession(ctx context.Context, cwd string) (Session, erro
 		return nil, err
 	}
 	return s, nil
+}
+
+func (a runtimeAgent) ListSessions(ctx context.Context) ([]session.Header, error) {
+	return a.rt.ListSessions(ctx)
 }
 
 func (a runtimeAgent) LookupSession(ctx context.Context, id string) (session.Header, error) {

@@ -104,6 +104,15 @@ func (a *FakeAgent) open(l *session.Log) *FakeSession {
 }
 
 // LookupSession implements Agent.
+// ListSessions implements Agent: the headers of the stored sessions.
+func (a *FakeAgent) ListSessions(ctx context.Context) ([]session.Header, error) {
+	var out []session.Header
+	for _, s := range a.Sessions() {
+		out = append(out, s.Log().Header())
+	}
+	return out, nil
+}
+
 func (a *FakeAgent) LookupSession(_ context.Context, id string) (session.Header, error) {
 	a.mu.Lock()
 	defer a.mu.Unlock()

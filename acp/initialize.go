@@ -17,12 +17,17 @@ func (s *Server) initialize(params json.RawMessage) (any, error) {
 	s.terminalOutput = terminal
 	s.elicitation = req.ClientCapabilities.Elicitation != nil && req.ClientCapabilities.Elicitation.Form != nil
 	s.mu.Unlock()
+	var sc *SessionCapabilities
+	if s.opts.ListSessions {
+		sc = &SessionCapabilities{List: &struct{}{}}
+	}
 	return InitializeResponse{
 		ProtocolVersion: ProtocolVersion,
 		AgentInfo:       Implementation{Name: s.opts.AgentName, Version: s.opts.AgentVersion},
 		AgentCapabilities: AgentCapabilities{
-			LoadSession:        true,
-			PromptCapabilities: PromptCapabilities{},
+			LoadSession:         true,
+			PromptCapabilities:  PromptCapabilities{},
+			SessionCapabilities: sc,
 		},
 		AuthMethods: []json.RawMessage{},
 	}, nil

@@ -178,6 +178,10 @@ func (s *Server) dispatch(ctx context.Context, id jsonrpc2.ID, method string, pa
 		return s.setConfigOption(params)
 	case "session/set_mode":
 		return s.setMode(params)
+	case "session/list":
+		if s.opts.ListSessions {
+			return s.listSessions(ctx, params)
+		}
 	}
 	return nil, methodNotFound(method)
 }

@@ -43,8 +43,14 @@ type PromptCapabilities struct {
 
 // AgentCapabilities is what the agent advertises.
 type AgentCapabilities struct {
-	LoadSession        bool               `json:"loadSession"`
-	PromptCapabilities PromptCapabilities `json:"promptCapabilities"`
+	LoadSession         bool                 `json:"loadSession"`
+	PromptCapabilities  PromptCapabilities   `json:"promptCapabilities"`
+	SessionCapabilities *SessionCapabilities `json:"sessionCapabilities,omitempty"`
+}
+
+// SessionCapabilities advertises optional session methods.
+type SessionCapabilities struct {
+	List *struct{} `json:"list,omitempty"`
 }
 
 // InitializeResponse is the result of initialize.

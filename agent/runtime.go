@@ -113,6 +113,14 @@ func (r *Runtime) LookupSession(ctx context.Context, id string) (session.Header,
 	return session.Header{}, fmt.Errorf("session %q not found: %w", id, session.ErrNotFound)
 }
 
+// ListSessions returns the headers of the stored sessions.
+func (r *Runtime) ListSessions(ctx context.Context) ([]session.Header, error) {
+	if r.cfg.Store == nil {
+		return nil, nil
+	}
+	return r.cfg.Store.List(ctx)
+}
+
 // ResumeSession loads a stored session; crash repair has been applied by the
 // store.
 func (r *Runtime) ResumeSession(ctx context.Context, id string) (*Session, error) {

@@ -69,6 +69,7 @@ func (c Composition) NewServer(o ServerOptions) *acp.Server {
 		RequireElicitation: !c.Upstream,
 		ContextWindow:      c.ContextWindow,
 		OfferAllowAlways:   !c.Upstream,
+		ListSessions:       !c.Upstream,
 	}, o.Log)
 	asker.srv = srv
 	if approvals != nil {

@@ -276,3 +276,37 @@ func strconvQuote(s string) string {
 	b, _ := json.Marshal(s)
 	return string(b)
 }
+
+// TestListSessions: the default composition lists stored sessions (for an
+// editor's history), newest first and filtered by cwd; upstream's
+// compositions keep "method not found".
+func TestListSessions(t *testing.T) {
+	root := corpusRoot(t)
+	model := filepath.Join(root, "acp-agent", "text-turn", "session.jsonl")
+	sessions, cwdA, cwdB := t.TempDir(), t.TempDir(), t.TempDir()
+	_, c := startBinary(t, cwdA, "--composition", "default", "--sessions-root", sessions, "--model-replay", model)
+	init := callOK(t, c, "initialize", map[string]any{"protocolVersion": 1, "clientCapabilities": map[string]any{}})
+	require.Contains(t, string(init), `"sessionCapabilities":{"list":{}}`)
+	var ids []string
+	for _, cwd := range []string{cwdA, cwdB} {
+		var created struct {
+			SessionID string `json:"sessionId"`
+		}
+		require.NoError(t, json.Unmarshal(callOK(t, c, "session/new", map[string]any{"cwd": cwd, "mcpServers": []any{}}), &created))
+		// The second session's turn fails (the recorded model has one
+		// session); either way the turn is stored.
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		_, err := c.call(ctx, "session/prompt", promptParams(created.SessionID, "hi"))
+		cancel()
+		require.NoError(t, err)
+		ids = append(ids, created.SessionID)
+		time.Sleep(5 * time.Millisecond) // distinct creation times
+	}
+	require.JSONEq(t, `{"sessions":[{"sessionId":"`+ids[1]+`","cwd":"`+cwdB+`"},{"sessionId":"`+ids[0]+`","cwd":"`+cwdA+`"}]}`,
+		string(callOK(t, c, "session/list", map[string]any{})))
+	require.JSONEq(t, `{"sessions":[{"sessionId":"`+ids[0]+`","cwd":"`+cwdA+`"}]}`,
+		string(callOK(t, c, "session/list", map[string]any{"cwd": cwdA})))
+
+	_, up := startBinary(t, cwdA, "--composition", "acp-agent", "--sessions-root", sessions, "--model-replay", model)
+	require.Contains(t, callErr(t, up, "session/list", map[string]any{}), `"code":-32601`)
+}
