@@ -18,6 +18,8 @@ type Agent interface {
 	ResumeSession(ctx context.Context, id string) (Session, error)
 	// ListSessions returns the headers of the stored sessions.
 	ListSessions(ctx context.Context) ([]session.Header, error)
+	// SessionTitle names a stored session ("" when unknown).
+	SessionTitle(ctx context.Context, id string) string
 }
 
 // Session is one live conversation.
@@ -89,6 +91,10 @@ func (a runtimeAgent) NewSession(ctx context.Context, cwd string) (Session, erro
 
 func (a runtimeAgent) ListSessions(ctx context.Context) ([]session.Header, error) {
 	return a.rt.ListSessions(ctx)
+}
+
+func (a runtimeAgent) SessionTitle(ctx context.Context, id string) string {
+	return a.rt.SessionTitle(ctx, id)
 }
 
 func (a runtimeAgent) LookupSession(ctx context.Context, id string) (session.Header, error) {

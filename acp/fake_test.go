@@ -113,6 +113,9 @@ func (a *FakeAgent) ListSessions(ctx context.Context) ([]session.Header, error) 
 	return out, nil
 }
 
+// SessionTitle implements Agent: fakes have no titles.
+func (a *FakeAgent) SessionTitle(context.Context, string) string { return "" }
+
 func (a *FakeAgent) LookupSession(_ context.Context, id string) (session.Header, error) {
 	a.mu.Lock()
 	defer a.mu.Unlock()

@@ -18,6 +18,7 @@ type ListSessionsRequest struct {
 type SessionInfo struct {
 	SessionID string `json:"sessionId"`
 	Cwd       string `json:"cwd"`
+	Title     string `json:"title,omitempty"`
 }
 
 // ListSessionsResponse is the result of session/list.
@@ -51,7 +52,7 @@ func (s *Server) listSessions(ctx context.Context, params json.RawMessage) (any,
 		if req.Cwd != nil && path.Clean(*req.Cwd) != path.Clean(h.Cwd) {
 			continue
 		}
-		out.Sessions = append(out.Sessions, SessionInfo{SessionID: h.ID, Cwd: h.Cwd})
+		out.Sessions = append(out.Sessions, SessionInfo{SessionID: h.ID, Cwd: h.Cwd, Title: s.agent.SessionTitle(ctx, h.ID)})
 	}
 	return out, nil
 }

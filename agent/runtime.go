@@ -121,6 +121,20 @@ func (r *Runtime) ListSessions(ctx context.Context) ([]session.Header, error) {
 	return r.cfg.Store.List(ctx)
 }
 
+// SessionTitle names a stored session by its first user message ("" when
+// the store cannot tell cheaply).
+func (r *Runtime) SessionTitle(ctx context.Context, id string) string {
+	t, ok := r.cfg.Store.(session.Titler)
+	if !ok {
+		return ""
+	}
+	title, err := t.Title(ctx, id)
+	if err != nil {
+		return ""
+	}
+	return title
+}
+
 // ResumeSession loads a stored session; crash repair has been applied by the
 // store.
 func (r *Runtime) ResumeSession(ctx context.Context, id string) (*Session, error) {

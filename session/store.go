@@ -3,6 +3,8 @@ package session
 import (
 	"context"
 	"errors"
+	"strings"
+	"unicode/utf8"
 )
 
 // Store persists session logs. Implementations: session/jsonl (default) and
@@ -31,4 +33,24 @@ type LazyWriter interface {
 	Write(ctx context.Context, h Header, events []Event) error
 	// Sync forces the session's lazy writes to disk.
 	Sync(ctx context.Context, id string) error
+}
+
+// Titler is a Store that can name a session cheaply (without loading its
+// log): the first line of its first user message.
+type Titler interface {
+	Title(ctx context.Context, id string) (string, error)
+}
+
+// TitleOf shortens a user message into a one-line title.
+func TitleOf(text string) string {
+	line := strings.TrimSpace(text)
+	if i := strings.IndexByte(line, '\n'); i >= 0 {
+		line = strings.TrimSpace(line[:i])
+	}
+	const max = 80
+	if utf8.RuneCountInString(line) > max {
+		r := []rune(line)
+		line = strings.TrimSpace(string(r[:max-1])) + "…"
+	}
+	return line
 }

@@ -302,9 +302,9 @@ func TestListSessions(t *testing.T) {
 		ids = append(ids, created.SessionID)
 		time.Sleep(5 * time.Millisecond) // distinct creation times
 	}
-	require.JSONEq(t, `{"sessions":[{"sessionId":"`+ids[1]+`","cwd":"`+cwdB+`"},{"sessionId":"`+ids[0]+`","cwd":"`+cwdA+`"}]}`,
+	require.JSONEq(t, `{"sessions":[{"sessionId":"`+ids[1]+`","cwd":"`+cwdB+`","title":"hi"},{"sessionId":"`+ids[0]+`","cwd":"`+cwdA+`","title":"hi"}]}`,
 		string(callOK(t, c, "session/list", map[string]any{})))
-	require.JSONEq(t, `{"sessions":[{"sessionId":"`+ids[0]+`","cwd":"`+cwdA+`"}]}`,
+	require.JSONEq(t, `{"sessions":[{"sessionId":"`+ids[0]+`","cwd":"`+cwdA+`","title":"hi"}]}`,
 		string(callOK(t, c, "session/list", map[string]any{"cwd": cwdA})))
 
 	_, up := startBinary(t, cwdA, "--composition", "acp-agent", "--sessions-root", sessions, "--model-replay", model)
