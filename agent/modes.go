@@ -163,7 +163,11 @@ func (s *Session) noticeUndefinedMode() {
 // allowed reports whether the logged mode permits tool name, and the
 // denial text when it does not.
 func (s *Session) allowed(name string) (bool, string) {
-	m := s.LoggedMode()
+	return s.allowedIn(s.LoggedMode(), name)
+}
+
+// allowedIn reports whether mode m permits tool name.
+func (s *Session) allowedIn(m, name string) (bool, string) {
 	def, ok := s.modeDef(m)
 	if !ok {
 		return true, ""
@@ -179,13 +183,12 @@ func (s *Session) allowed(name string) (bool, string) {
 	return false, fmt.Sprintf("tool %q is not available in %q mode", name, m)
 }
 
-// offered reports whether tool name is on the wire in the logged mode.
-func (s *Session) offered(name string) bool {
-	m := s.LoggedMode()
+// offeredIn reports whether tool name is on the wire in mode m.
+func (s *Session) offeredIn(m, name string) bool {
 	if name == "exit_plan_mode" {
 		return m == "plan"
 	}
-	ok, _ := s.allowed(name)
+	ok, _ := s.allowedIn(m, name)
 	return ok
 }
 

@@ -6,7 +6,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"sort"
 	"sync"
 
 	"github.com/rs/zerolog"
@@ -248,10 +247,9 @@ func (s *Session) system() string {
 // header builds the request header for the next step.
 func (s *Session) header() Header {
 	h := Header{Config: llm.Config{Model: s.rt.cfg.Model}, System: s.system()}
-	tools := s.tools.Tools()
-	sort.SliceStable(tools, func(i, j int) bool { return tools[i].Name() < tools[j].Name() })
-	for _, t := range tools {
-		if !s.offered(t.Name()) {
+	mode := s.LoggedMode()
+	for _, t := range s.tools.Tools() { // already in wire order
+		if !s.offeredIn(mode, t.Name()) {
 			continue
 		}
 		params, _ := t.Schema().MarshalJSON()
