@@ -2,6 +2,7 @@ package acp
 
 import (
 	"encoding/json"
+	"slices"
 
 	"github.com/dsh-acp/dsh-acp/agent"
 )
@@ -43,15 +44,6 @@ func selectOptions(values []string) []SelectOption {
 	return out
 }
 
-func contains(list []string, v string) bool {
-	for _, x := range list {
-		if x == v {
-			return true
-		}
-	}
-	return false
-}
-
 // setConfigOption handles session/set_config_option (acp-bridge § 7).
 func (s *Server) setConfigOption(params json.RawMessage) (any, error) {
 	var req SetConfigOptionRequest
@@ -69,11 +61,11 @@ func (s *Server) setConfigOption(params json.RawMessage) (any, error) {
 	quoted, _ := marshal(value)
 	switch req.ConfigID {
 	case optionSandbox:
-		if _, ok := ls.s.Knob(optionSandbox); !ok || !contains(sandboxModes, value) {
+		if _, ok := ls.s.Knob(optionSandbox); !ok || !slices.Contains(sandboxModes, value) {
 			return nil, invalidParams("unknown sandbox-mode value %s", quoted)
 		}
 	case optionApproval:
-		if _, ok := ls.s.Knob(optionApproval); !ok || !contains(approvalPolicies, value) {
+		if _, ok := ls.s.Knob(optionApproval); !ok || !slices.Contains(approvalPolicies, value) {
 			return nil, invalidParams("unknown approval-policy value %s", quoted)
 		}
 	default:

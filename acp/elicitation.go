@@ -189,23 +189,18 @@ func (s *Server) askByPermission(ctx context.Context, sessionID string, question
 			}
 			params.Options = append(params.Options, PermissionOption{OptionID: "choice-" + strconv.Itoa(i), Name: o.Label, Kind: kind})
 		}
-		var res struct {
-			Outcome struct {
-				Outcome  string `json:"outcome"`
-				OptionID string `json:"optionId"`
-			} `json:"outcome"`
-		}
-		err := s.call(ctx, "session/request_permission", params, &res)
+		out, err := s.requestPermission(ctx, params)
 		switch {
 		case ctx.Err() != nil:
 			return nil, capabilities.UserInteractionError("ASK_ABORTED", "ask_user_question was aborted before the user answered")
 		case err != nil:
 			return nil, capabilities.UserInteractionError("ASK_FAILED", "ACP permission request failed")
-		case res.Outcome.Outcome != "selected":
+		case out.Outcome != "selected":
 			return nil, capabilities.UserInteractionError("ASK_CANCELLED", "ask_user_question was cancelled by the user")
 		}
-		i, err := strconv.Atoi(strings.TrimPrefix(res.Outcome.OptionID, "choice-"))
-		if err != nil || i < 0 || i >= len(q.Options) || !strings.HasPrefix(res.Outcome.OptionID, "choice-") {
+		digits, isChoice := strings.CutPrefix(out.OptionID, "choice-")
+		i, err := strconv.Atoi(digits)
+		if !isChoice || err != nil || i < 0 || i >= len(q.Options) {
 			return nil, capabilities.UserInteractionError("NO_ANSWER", "ask_user_question returned no answer")
 		}
 		answers = append(answers, capabilities.Answer{ID: q.ID, Selected: []string{q.Options[i].Label}})

@@ -47,24 +47,34 @@ func (s *Server) Answer(ctx context.Context, sessionID string, req approval.Requ
 		params.Options = append(params.Options, PermissionOption{OptionID: "allow-always", Name: "Always allow in this session", Kind: "allow_always"})
 	}
 	params.Options = append(params.Options, PermissionOption{OptionID: "reject-once", Name: "Reject", Kind: "reject_once"})
-	var res struct {
-		Outcome struct {
-			Outcome  string `json:"outcome"`
-			OptionID string `json:"optionId"`
-		} `json:"outcome"`
-	}
-	if err := s.call(ctx, "session/request_permission", params, &res); err != nil {
+	out, err := s.requestPermission(ctx, params)
+	if err != nil {
 		return approval.Unavailable, true, nil
 	}
 	switch {
-	case res.Outcome.Outcome == "cancelled":
+	case out.Outcome == "cancelled":
 		return approval.Cancelled, true, nil
-	case res.Outcome.Outcome == "selected" && res.Outcome.OptionID == "allow-once":
+	case out.Outcome == "selected" && out.OptionID == "allow-once":
 		return approval.AllowedOnce, true, nil
-	case res.Outcome.Outcome == "selected" && res.Outcome.OptionID == "allow-always" && s.opts.OfferAllowAlways:
+	case out.Outcome == "selected" && out.OptionID == "allow-always" && s.opts.OfferAllowAlways:
 		return approval.AllowedAlways, true, nil
 	}
 	return approval.Rejected, true, nil
+}
+
+// PermissionOutcome is the client's answer to session/request_permission.
+type PermissionOutcome struct {
+	Outcome  string `json:"outcome"`
+	OptionID string `json:"optionId"`
+}
+
+// requestPermission asks the client and returns its outcome.
+func (s *Server) requestPermission(ctx context.Context, params RequestPermissionRequest) (PermissionOutcome, error) {
+	var res struct {
+		Outcome PermissionOutcome `json:"outcome"`
+	}
+	err := s.call(ctx, "session/request_permission", params, &res)
+	return res.Outcome, err
 }
 
 // call sends an agent→client request and decodes its result.
