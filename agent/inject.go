@@ -7,14 +7,16 @@ import (
 )
 
 // Inject tells the model something that happened outside its requests (a
-// background task finished): a context/message appended into the open
-// turn, or, when the session is idle, a one-shot injection turn
-// (turn/start trigger "injection", context/message, turn/end completed).
+// background task finished). During a turn the context/message is queued
+// and appended at the next step boundary (before the next model call, or
+// before turn/end), never between a tool call and its results; when the
+// session is idle it is a one-shot injection turn (turn/start trigger
+// "injection", context/message, turn/end completed).
 func (s *Session) Inject(source session.Source, text string) {
 	msg := session.Message{Content: []session.Block{session.TextBlock(text)}, Source: source}
 	s.mu.Lock()
 	if s.inTurn {
-		s.log.Append(session.TypeContextMessage, msg)
+		s.injected = append(s.injected, msg)
 		s.mu.Unlock()
 		return
 	}
@@ -31,5 +33,28 @@ func (s *Session) Inject(source session.Source, text string) {
 	s.log.Append(session.TypeTurnEnd, session.TurnEnd{Turn: turn, Reason: session.EndReason{Kind: session.EndCompleted}})
 	if err := s.log.Flush(context.Background()); err != nil {
 		s.rt.cfg.Log.Error().Err(err).Str("session", s.ID()).Msg("persist injection")
+	}
+}
+
+// drainInjected appends the context queued during the turn (a step
+// boundary).
+func (s *Session) drainInjected() {
+	s.mu.Lock()
+	q := s.takeInjected()
+	s.mu.Unlock()
+	s.appendInjected(q)
+}
+
+// takeInjected empties the injection queue; s.mu is held.
+func (s *Session) takeInjected() []session.Message {
+	q := s.injected
+	s.injected = nil
+	return q
+}
+
+// appendInjected appends queued context messages in arrival order.
+func (s *Session) appendInjected(q []session.Message) {
+	for _, m := range q {
+		s.log.Append(session.TypeContextMessage, m)
 	}
 }

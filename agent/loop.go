@@ -2,6 +2,7 @@ package agent
 
 import (
 	"context"
+	"fmt"
 
 	"github.com/dsh-acp/dsh-acp/agent/llm"
 	"github.com/dsh-acp/dsh-acp/capabilities"
@@ -65,7 +66,9 @@ func (s *Session) Prompt(ctx context.Context, text string) session.EndReason {
 	}
 	s.mu.Lock()
 	s.inTurn = false // an injection now waits for turnMu and opens its own turn
+	late := s.takeInjected()
 	s.mu.Unlock()
+	s.appendInjected(late)
 	s.log.Append(session.TypeTurnEnd, session.TurnEnd{Turn: turn, Reason: reason})
 	if err := s.log.Flush(context.WithoutCancel(ctx)); err != nil {
 		s.rt.cfg.Log.Error().Err(err).Str("session", s.ID()).Msg("persist session log")
@@ -108,10 +111,21 @@ func (s *Session) runSteps(ctx context.Context, turn int) session.EndReason {
 		if ctx.Err() != nil {
 			return s.abortEnd(ctx)
 		}
+		if max := s.rt.maxSteps(); step > max {
+			return session.EndReason{Kind: session.EndError, Step: step - 1, Code: CodeStepLimit, Message: fmt.Sprintf(
+				"stopped after %d model calls in one turn (the step limit): the model kept calling tools. "+
+					"Send another prompt to let it go on, or raise maxSteps in the configuration.", max)}
+		}
+		s.drainInjected()
 		s.narrateApproval()
 		hdr := s.header()
 		events := s.log.Events()
-		req := &llm.Request{SessionID: s.ID(), Config: hdr.Config, System: hdr.System, Tools: hdr.Tools, Messages: deriveMessages(events)}
+		msgs, seqs := deriveHistory(events)
+		if err := checkHistory(msgs, seqs); err != nil {
+			return session.EndReason{Kind: session.EndError, Step: step, Code: CodeInvalidHistory,
+				Message: "refusing to send an invalid conversation to the model: " + err.Error()}
+		}
+		req := &llm.Request{SessionID: s.ID(), Config: hdr.Config, System: hdr.System, Tools: hdr.Tools, Messages: msgs}
 		ref := session.StepRef{Turn: turn, Step: step}
 		s.log.Append(session.TypeStepStart, ref)
 		if typ, data := headerEventFor(events, hdr, !s.headerSent); typ != "" {

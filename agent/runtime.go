@@ -46,6 +46,30 @@ type Config struct {
 	Modes []ModeDef
 	// Commands are the slash commands the agent handles itself.
 	Commands []Command
+	// MaxSteps caps the model calls of one turn; zero means
+	// DefaultMaxSteps. A turn that reaches it ends with an error
+	// (CodeStepLimit) instead of calling the model again.
+	MaxSteps int
+}
+
+// DefaultMaxSteps is the step cap of a turn when Config.MaxSteps is zero.
+const DefaultMaxSteps = 100
+
+// Codes of turns that the loop itself ends with an error.
+const (
+	// CodeStepLimit ends a turn that reached Config.MaxSteps.
+	CodeStepLimit = "STEP_LIMIT"
+	// CodeInvalidHistory ends a turn whose derived history is not a valid
+	// chat sequence (a bug: the derivation repairs what it can).
+	CodeInvalidHistory = "INVALID_HISTORY"
+)
+
+// maxSteps is the effective step cap.
+func (r *Runtime) maxSteps() int {
+	if r.cfg.MaxSteps > 0 {
+		return r.cfg.MaxSteps
+	}
+	return DefaultMaxSteps
 }
 
 // Runtime creates and resumes sessions. It implements acp.Agent.
@@ -177,6 +201,7 @@ type Session struct {
 	toldPolicy  string            // the approval policy the model was last told
 	pendingMode string            // a mode switch waiting for the next flush point
 	inTurn      bool              // a prompt's turn is open (guards Inject)
+	injected    []session.Message // context injected during the turn, appended at the next step boundary
 
 	undefinedNoticed map[string]bool // undefined modes already announced
 }
