@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/rs/zerolog"
 	"github.com/stretchr/testify/require"
@@ -163,4 +164,59 @@ func TestStepCapEndsAnEndlessToolLoop(t *testing.T) {
 	require.Equal(t, 3, r.Step)
 	require.Contains(t, r.Message, "3 model calls")
 	require.EqualValues(t, 3, p.n.Load(), "no model call past the cap")
+}
+
+// stubbornTool ignores cancellation for a while, like a command that
+// ignores SIGTERM until it is killed.
+type stubbornTool struct{ started chan struct{} }
+
+func (stubbornTool) Name() string                 { return "stubborn" }
+func (stubbornTool) Description() string          { return "ignores cancel for a while" }
+func (stubbornTool) Schema() *capabilities.Schema { return capabilities.Object() }
+func (t stubbornTool) Run(context.Context, *capabilities.Call) (capabilities.Result, error) {
+	close(t.started)
+	time.Sleep(150 * time.Millisecond)
+	return capabilities.TextResult("finally"), nil
+}
+
+func TestCancelDropsOnlyPromptsQueuedBeforeIt(t *testing.T) {
+	p := &scripted{calls: [][]llm.Chunk{
+		append(toolCall(0, "c1", "stubborn", `{}`), finish(llm.FinishToolCalls)),
+		{text(0, "answer to C"), finish(llm.FinishStop)},
+	}}
+	started := make(chan struct{})
+	var now int64
+	rt := NewRuntime(Config{Model: "m", Provider: p, Clock: func() int64 { now++; return now }, NewID: func() string { return "s" },
+		Tools: func(capabilities.Env) *capabilities.Registry { return capabilities.NewRegistry(stubbornTool{started}) },
+		Log:   zerolog.Nop()})
+	s, _ := rt.NewSession(context.Background(), "/w")
+	ends := make([]chan session.EndReason, 3)
+	run := func(i int, text string) {
+		ends[i] = make(chan session.EndReason, 1)
+		go func() { ends[i] <- s.Prompt(context.Background(), text) }()
+	}
+	waitTickets := func(n int) {
+		require.Eventually(t, func() bool { s.mu.Lock(); defer s.mu.Unlock(); return s.tickets == n }, 5*time.Second, time.Millisecond)
+	}
+	run(0, "A")
+	<-started
+	s.Cancel("session/cancel")
+	run(1, "B")
+	waitTickets(2)
+	s.Cancel("session/cancel")
+	run(2, "C")
+	waitTickets(3)
+	require.Equal(t, session.EndAborted, (<-ends[0]).Kind)
+	require.Equal(t, session.EndAborted, (<-ends[1]).Kind)
+	require.Equal(t, session.EndReason{Kind: session.EndCompleted}, <-ends[2])
+	var prompts []string
+	for _, e := range s.Log().Events() {
+		if e.Type == session.TypeUserMessage {
+			var m session.Message
+			require.NoError(t, e.Decode(&m))
+			prompts = append(prompts, m.Content[0].Text)
+		}
+	}
+	require.Equal(t, []string{"A", "C"}, prompts, "B was dropped, C reached the model")
+	require.Equal(t, "C", p.reqs[1].Messages[len(p.reqs[1].Messages)-1].Content[0].Text)
 }

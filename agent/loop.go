@@ -11,20 +11,23 @@ import (
 
 // Prompt runs one turn for the user's text and returns how it ended, once
 // turn/end is in the log (session-log contract § 3). A cancel that lands
-// while the turn waits for a previous one drops it: nothing is logged and
-// the reason is "aborted".
+// while the turn waits for a previous one drops it (and every prompt queued
+// before the cancel): nothing is logged and the reason is "aborted". A
+// prompt queued after the cancel runs normally.
 func (s *Session) Prompt(ctx context.Context, text string) session.EndReason {
 	s.mu.Lock()
-	s.queued++
+	s.tickets++
+	ticket := s.tickets
 	s.mu.Unlock()
 	s.turnMu.Lock()
 	defer s.turnMu.Unlock()
 
 	s.mu.Lock()
-	s.queued--
-	drop := s.dropReason
-	if s.queued == 0 {
-		s.dropReason = ""
+	drop := ""
+	if ticket <= s.dropUpTo {
+		// A cancel arrived while this prompt was queued: it is dropped.
+		// Prompts queued after that cancel run normally.
+		drop = s.dropReason
 	}
 	if s.disposed {
 		s.mu.Unlock()

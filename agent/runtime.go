@@ -193,8 +193,9 @@ type Session struct {
 	mu          sync.Mutex
 	cancel      context.CancelFunc // aborts the running turn
 	abortReason string
-	dropReason  string // a cancel that arrived while prompts were queued
-	queued      int    // prompts waiting for turnMu
+	tickets     int    // prompts accepted so far; each Prompt takes the next number
+	dropUpTo    int    // prompts with a ticket up to this one were queued when a cancel came
+	dropReason  string // that cancel's reason
 	disposed    bool
 	headerSent  bool              // this loop instance has logged its first header
 	pending     map[string]string // held knob switches, anchored at the next turn
@@ -226,9 +227,9 @@ func (s *Session) Cancel(reason string) {
 		s.abortReason = reason
 		s.cancel()
 	}
-	if s.queued > 0 {
-		s.dropReason = reason
-	}
+	// Every prompt accepted so far and still waiting is dropped; the
+	// running one (if any) has already passed its check.
+	s.dropUpTo, s.dropReason = s.tickets, reason
 }
 
 // Interrupt marks the session disposed without waiting: a running turn is
