@@ -83,23 +83,28 @@ func (s *Session) Knob(id string) (string, bool) {
 
 // SetKnob switches a knob. Equal to the current value: nothing. During a
 // turn the event is appended at once; while idle the switch is held and
-// anchored at the start of the next turn.
+// anchored at the start of the next turn (and, with Config.DurableKnobs,
+// recorded as knob/pending). Either way the switch is on disk when
+// SetKnob returns, so an acknowledged change survives a crash.
 func (s *Session) SetKnob(id, value string) {
 	if cur, ok := s.Knob(id); !ok || cur == value {
 		return
 	}
 	s.mu.Lock()
-	defer s.mu.Unlock()
 	if session.TurnOpen(s.log.Events()) {
 		delete(s.pending, id)
 		typ, data := knobEvent(id, value)
 		s.log.Append(typ, data)
+		s.mu.Unlock()
+		s.durable()
 		return
 	}
 	if s.pending == nil {
 		s.pending = map[string]string{}
 	}
 	s.pending[id] = value
+	s.mu.Unlock()
+	s.recordPending(id, value)
 }
 
 // anchorKnobs appends held switches right after turn/start: sandbox mode

@@ -87,7 +87,8 @@ func (s *Session) Mode() string {
 }
 
 // SetMode records a mode switch, flushed into the log at the next turn
-// start or step end. An unknown id is an error naming the available modes.
+// start or step end (with Config.DurableKnobs it is recorded as
+// knob/pending at once, so it survives a crash before that). An unknown id is an error naming the available modes.
 func (s *Session) SetMode(id string) error {
 	ids, ok := s.Modes()
 	if !ok {
@@ -106,6 +107,7 @@ func (s *Session) SetMode(id string) error {
 	s.mu.Lock()
 	s.pendingMode = id
 	s.mu.Unlock()
+	s.recordPending(knobMode, id)
 	return nil
 }
 

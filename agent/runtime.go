@@ -46,6 +46,12 @@ type Config struct {
 	Modes []ModeDef
 	// Commands are the slash commands the agent handles itself.
 	Commands []Command
+	// DurableKnobs records a knob or mode switch made while idle as a
+	// knob/pending event at once (flushed before the switch is
+	// acknowledged), so it survives a restart or crash before the next
+	// turn anchors it. Upstream compositions leave it off: their contract
+	// holds such switches in memory only.
+	DurableKnobs bool
 	// MaxSteps caps the model calls of one turn; zero means
 	// DefaultMaxSteps. A turn that reaches it ends with an error
 	// (CodeStepLimit) instead of calling the model again.
@@ -179,6 +185,7 @@ type warmer interface {
 func (r *Runtime) open(log *session.Log) *Session {
 	s := &Session{rt: r, log: log}
 	s.tools = r.cfg.Tools(s)
+	s.restorePending(log.Events())
 	return s
 }
 

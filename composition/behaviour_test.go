@@ -10,6 +10,8 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/dsh-acp/dsh-acp/agent"
 )
 
 const readOnlyMarker = "[sandbox: file access denied under read-only mode]"
@@ -139,7 +141,8 @@ func TestRestartReloadsKnobsFromLog(t *testing.T) {
 	assert.Equal(t, "end_turn", stop)
 	stop, _ = srv.prompt(t, s2.SessionID, "hello two")
 	assert.Equal(t, "end_turn", stop)
-	// A switch held while idle is not in the log, so a restart loses it.
+	// A switch held while idle is recorded durably (knob/pending) before it
+	// is acknowledged, so a restart keeps it.
 	r = srv.setConfig(t, s2.SessionID, "approval-policy", "never")
 	assert.Equal(t, map[string]string{"sandbox-mode": "workspace-write", "approval-policy": "never"}, r.values())
 	srv.stop()
@@ -152,6 +155,7 @@ func TestRestartReloadsKnobsFromLog(t *testing.T) {
 	log2 := readLog(t, root, s2.SessionID)
 	assert.Empty(t, ofType(log2, "bash/sandbox-mode"))
 	assert.Empty(t, ofType(log2, "approval/policy"))
+	assert.Equal(t, []string{`{"knob":"approval-policy","value":"never"}`}, ofType(log2, agent.TypeKnobPending))
 
 	// A new server on the same store.
 	p2 := newProvider()
@@ -159,7 +163,7 @@ func TestRestartReloadsKnobsFromLog(t *testing.T) {
 	l1 := srv2.loadSession(t, s1.SessionID, ws)
 	l2 := srv2.loadSession(t, s2.SessionID, ws)
 	assert.Equal(t, map[string]string{"sandbox-mode": "read-only", "approval-policy": "never"}, l1.values())
-	assert.Equal(t, map[string]string{"sandbox-mode": "workspace-write", "approval-policy": "ask"}, l2.values())
+	assert.Equal(t, map[string]string{"sandbox-mode": "workspace-write", "approval-policy": "never"}, l2.values())
 
 	// The reloaded modes still govern bash.
 	f1, f2 := filepath.Join(ws, "one.txt"), filepath.Join(ws, "two.txt")
@@ -180,7 +184,7 @@ func TestRestartReloadsKnobsFromLog(t *testing.T) {
 	assert.Contains(t, reqs[0].System, "Approval prompts are off in this session")
 	reqs = p2.requestsFor(s2.SessionID)
 	require.NotEmpty(t, reqs)
-	assert.NotContains(t, reqs[0].System, "Approval prompts are off in this session")
+	assert.Contains(t, reqs[0].System, "Approval prompts are off in this session", "the restored pending switch was anchored")
 	// The model already knew the policy before the restart: no narration.
 	for _, m := range ofType(readLog(t, root, s1.SessionID), "context/message") {
 		assert.NotContains(t, m, "approval policy changed")
@@ -189,7 +193,7 @@ func TestRestartReloadsKnobsFromLog(t *testing.T) {
 	log1 = readLog(t, root, s1.SessionID)
 	assert.Len(t, ofType(log1, "bash/sandbox-mode"), 1)
 	assert.Len(t, ofType(log1, "approval/policy"), 1)
-	assert.Empty(t, ofType(readLog(t, root, s2.SessionID), "approval/policy"))
+	assert.Equal(t, []string{`{"policy":"never"}`}, ofType(readLog(t, root, s2.SessionID), "approval/policy"))
 }
 
 const planDenial = `Error: tool "%s" is not available in plan mode; continue planning and present your plan with exit_plan_mode when ready`

@@ -30,6 +30,8 @@ type UserConfig struct {
 	Store string `json:"store,omitempty"`
 	// SessionsRoot is where session logs live.
 	SessionsRoot string `json:"sessionsRoot,omitempty"`
+	// MaxSteps caps the model calls of one turn (default 100).
+	MaxSteps int `json:"maxSteps,omitempty"`
 }
 
 // DefaultAPIKeyEnv is the variable the API key is read from by default.

@@ -35,8 +35,10 @@ func TestExitPlanModeOutsidePlanMode(t *testing.T) {
 	assert.NotContains(t, toolNames(reqs[0]), "exit_plan_mode", "exit_plan_mode is offered only in plan mode")
 }
 
-// Switches held while idle are lost by a restart (they were never logged).
-func TestHeldSwitchesAreLostOnRestart(t *testing.T) {
+// Switches held while idle survive a restart: the default composition
+// records them (knob/pending) before acknowledging them, and the next turn
+// anchors them as the contract says.
+func TestHeldSwitchesSurviveARestart(t *testing.T) {
 	root, ws := t.TempDir(), t.TempDir()
 	store := openStore(t, root)
 	srv := serve(t, "default", store, ws, newProvider(), map[string]any{}, nil)
@@ -46,16 +48,26 @@ func TestHeldSwitchesAreLostOnRestart(t *testing.T) {
 	srv.setMode(t, sid, "plan")
 	r := srv.setConfig(t, sid, "sandbox-mode", "danger-full-access")
 	assert.Equal(t, "danger-full-access", r.values()["sandbox-mode"])
+	r = srv.setConfig(t, sid, "sandbox-mode", "read-only")
+	assert.Equal(t, "read-only", r.values()["sandbox-mode"])
 	srv.stop()
 	require.NoError(t, store.Close())
 
-	srv2 := serve(t, "default", openStore(t, root), ws, newProvider(), map[string]any{}, nil)
+	p2 := newProvider()
+	srv2 := serve(t, "default", openStore(t, root), ws, p2, map[string]any{}, nil)
 	l := srv2.loadSession(t, sid, ws)
-	assert.Equal(t, "default", l.Modes.CurrentModeID)
-	assert.Equal(t, map[string]string{"sandbox-mode": "workspace-write", "approval-policy": "ask"}, l.values())
+	assert.Equal(t, "plan", l.Modes.CurrentModeID)
+	assert.Equal(t, map[string]string{"sandbox-mode": "read-only", "approval-policy": "ask"}, l.values())
 	evs := readLog(t, root, sid)
 	assert.Empty(t, ofType(evs, "mode/set"))
 	assert.Empty(t, ofType(evs, "bash/sandbox-mode"))
+
+	// The next turn anchors them exactly once, as for a live switch.
+	stop, _ = srv2.prompt(t, sid, "again")
+	require.Equal(t, "end_turn", stop)
+	evs = readLog(t, root, sid)
+	assert.Equal(t, []string{`{"mode":"plan"}`}, ofType(evs, "mode/set"))
+	assert.Equal(t, []string{`{"mode":"read-only"}`}, ofType(evs, "bash/sandbox-mode"))
 }
 
 // Many sessions switching and prompting at once stay consistent: each

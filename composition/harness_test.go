@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/dsh-acp/dsh-acp/agent"
 	"io"
 	"iter"
 	"os"
@@ -594,7 +595,9 @@ func readLog(t *testing.T, root, sid string) []event {
 func types(evs []event) []string {
 	var out []string
 	for _, e := range evs {
-		if e.Type != "assistant/chunk" {
+		// Chunks and the default composition's durable pending records
+		// (knob/pending, checked where it matters) are left out.
+		if e.Type != "assistant/chunk" && e.Type != agent.TypeKnobPending {
 			out = append(out, e.Type)
 		}
 	}

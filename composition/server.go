@@ -30,6 +30,8 @@ type ServerOptions struct {
 	// Confiner confines bash commands (sandbox.Provider); nil makes every
 	// confined command fail closed.
 	Confiner bash.Confiner
+	// MaxSteps caps the model calls of one turn (zero: agent.DefaultMaxSteps).
+	MaxSteps int
 }
 
 // NewServer wires an ACP bridge serving this composition.
@@ -61,6 +63,8 @@ func (c Composition) NewServer(o ServerOptions) *acp.Server {
 		Approval:       approvals,
 		Modes:          c.ModeDefs(),
 		Commands:       c.Commands(),
+		DurableKnobs:   !c.Upstream,
+		MaxSteps:       o.MaxSteps,
 	})
 	srv := acp.NewServer(acp.FromRuntime(rt), acp.Options{
 		AgentName:          "dsh-acp",

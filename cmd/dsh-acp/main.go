@@ -252,7 +252,8 @@ func serve(ctx context.Context, o *options, stdin io.Reader, stdout io.Writer, l
 	if err != nil {
 		return err
 	}
-	srv := comp.NewServer(composition.ServerOptions{Provider: provider, Store: store, Log: log, Version: version, LaunchDir: cwd, Confiner: confiner})
+	srv := comp.NewServer(composition.ServerOptions{Provider: provider, Store: store, Log: log, Version: version, LaunchDir: cwd, Confiner: confiner,
+		MaxSteps: user.MaxSteps})
 	log.Info().Str("composition", comp.Name).Str("sessions", root).Msg("serving ACP on stdio")
 	return srv.Serve(ctx, stdin, stdout)
 }
