@@ -74,6 +74,11 @@ type Options struct {
 	// ContextWindow, when positive, turns on the context meter: a
 	// usage_update after every model call (upstream sends none).
 	ContextWindow int
+	// CancelAfterTeardown answers a cancelled prompt once its turn has
+	// ended, so every update of the turn (tool cards failing during the
+	// teardown too) is written before the response, as ACP requires.
+	// Upstream answers at once (acp-bridge contract § 6).
+	CancelAfterTeardown bool
 }
 
 // FromRuntime adapts an agent runtime to the bridge's Agent surface.

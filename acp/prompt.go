@@ -50,6 +50,14 @@ func (s *Server) prompt(ctx context.Context, id jsonrpc2.ID, params json.RawMess
 		defer s.work.Done()
 		defer cancel(nil)
 		reason := ls.s.Prompt(turnCtx, text)
+		s.mu.Lock()
+		cancelled := p.cancelled
+		s.mu.Unlock()
+		if cancelled && reason.Kind != session.EndError {
+			// The client cancelled: the answer is cancelled, however the
+			// turn happened to end.
+			reason = session.EndReason{Kind: session.EndAborted, Reason: errCancelled.Error()}
+		}
 		s.settle(ls, p, func() { s.answerTurn(id, reason) })
 	}()
 	return nil, errDeferred
@@ -104,10 +112,19 @@ func (s *Server) cancel(params json.RawMessage) {
 		return
 	}
 	ls.s.Cancel("session/cancel")
-	if p != nil {
-		p.cancel(errCancelled)
-		s.settle(ls, p, func() { s.answer(p.id, PromptResponse{StopCancelled}, nil) })
+	if p == nil {
+		return
 	}
+	if s.opts.CancelAfterTeardown {
+		// The prompt's goroutine answers once the turn has ended.
+		s.mu.Lock()
+		p.cancelled = true
+		s.mu.Unlock()
+		p.cancel(errCancelled)
+		return
+	}
+	p.cancel(errCancelled)
+	s.settle(ls, p, func() { s.answer(p.id, PromptResponse{StopCancelled}, nil) })
 }
 
 // errCancelled is the cause of a turn context cancelled by session/cancel.

@@ -49,9 +49,10 @@ type liveSession struct {
 
 // inflight is a session/prompt awaiting its answer.
 type inflight struct {
-	id      jsonrpc2.ID
-	settled bool
-	cancel  context.CancelCauseFunc // aborts the turn, even before it starts
+	id        jsonrpc2.ID
+	settled   bool
+	cancelled bool                    // session/cancel asked for this prompt's end
+	cancel    context.CancelCauseFunc // aborts the turn, even before it starts
 }
 
 // NewServer returns a bridge for agent.

@@ -67,13 +67,14 @@ func (c Composition) NewServer(o ServerOptions) *acp.Server {
 		MaxSteps:       o.MaxSteps,
 	})
 	srv := acp.NewServer(acp.FromRuntime(rt), acp.Options{
-		AgentName:          "dsh-acp",
-		AgentVersion:       o.Version,
-		AcceptMCPServers:   !c.Upstream,
-		RequireElicitation: !c.Upstream,
-		ContextWindow:      c.ContextWindow,
-		OfferAllowAlways:   !c.Upstream,
-		ListSessions:       !c.Upstream,
+		AgentName:           "dsh-acp",
+		AgentVersion:        o.Version,
+		AcceptMCPServers:    !c.Upstream,
+		RequireElicitation:  !c.Upstream,
+		ContextWindow:       c.ContextWindow,
+		OfferAllowAlways:    !c.Upstream,
+		ListSessions:        !c.Upstream,
+		CancelAfterTeardown: !c.Upstream,
 	}, o.Log)
 	asker.srv = srv
 	if approvals != nil {
