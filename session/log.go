@@ -179,3 +179,20 @@ func (l *Log) persist(ctx context.Context, durable bool) error {
 	l.mu.Unlock()
 	return nil
 }
+
+// Close makes the log durable (Flush) and then gives up the store's hold
+// on the session (session.Owner), so another process may load it. A
+// failed flush keeps the hold: the events are still only here.
+func (l *Log) Close(ctx context.Context) error {
+	if err := l.Flush(ctx); err != nil {
+		return err
+	}
+	o, ok := l.store.(Owner)
+	if !ok {
+		return nil
+	}
+	if err := o.Release(l.ID()); err != nil {
+		return fmt.Errorf("release session %s: %w", l.ID(), err)
+	}
+	return nil
+}

@@ -15,6 +15,9 @@ const NoCwdBucket = "_no-cwd"
 // fileExt is the extension of every session log file.
 const fileExt = ".jsonl"
 
+// lockExt ends the name of a session's ownership lock file.
+const lockExt = ".lock"
+
 // errEmptyID is returned for the empty session id, which has no file name.
 var errEmptyID = errors.New("session id must not be empty")
 

@@ -102,7 +102,14 @@ func TestLayoutModesAndNoTemp(t *testing.T) {
 	}
 	entries, err := os.ReadDir(bucket)
 	require.NoError(t, err)
-	require.Len(t, entries, 1, "no temp file may remain")
+	var names []string
+	for _, e := range entries {
+		names = append(names, e.Name())
+	}
+	require.Equal(t, []string{"a~002Fb~0020~007E..jsonl", "a~002Fb~0020~007E..lock"}, names, "the log and its ownership lock; no temp file may remain")
+	fi, err := os.Stat(filepath.Join(bucket, "a~002Fb~0020~007E..lock"))
+	require.NoError(t, err)
+	require.Equal(t, os.FileMode(0o600), fi.Mode().Perm())
 
 	lines := fileLines(t, path)
 	require.Equal(t, `{"type":"session","version":0,"id":"a/b ~.","createdAt":1700000000000,"cwd":"/home/user/project"}`, lines[0])
@@ -145,6 +152,7 @@ func TestReopenContinues(t *testing.T) {
 
 	// A session appended under another cwd stays in its original file.
 	h.Cwd = "/elsewhere"
+	require.NoError(t, st2.Close())
 	st3, err := jsonl.Open(root)
 	require.NoError(t, err)
 	more := turns(4, false)[len(all):]
@@ -182,7 +190,8 @@ func TestTornLastLineTruncated(t *testing.T) {
 	require.NoError(t, err)
 
 	appendRaw(t, path, `{"type":"turn/start","seq":14,"ti`)
-	st2, err := jsonl.Open(root) // a fresh process
+	require.NoError(t, st.Close()) // the writer ended
+	st2, err := jsonl.Open(root)   // a fresh process
 	require.NoError(t, err)
 	_, got, err := st2.Load(ctx, "torn")
 	require.NoError(t, err)
@@ -211,6 +220,7 @@ func TestTornTailInOpenTurnRepaired(t *testing.T) {
 	appendRaw(t, path, "{not json}\n")
 	appendRaw(t, path, `{"type":"step/end","seq":`+strconv.Itoa(n+1)+`,"time":1,"data":{"turn":2,"step":1}}`+"\n")
 
+	require.NoError(t, st.Close())
 	st2, err := jsonl.Open(root)
 	require.NoError(t, err)
 	_, got, err := st2.Load(ctx, h.ID)
@@ -225,6 +235,7 @@ func TestTornTailInOpenTurnRepaired(t *testing.T) {
 
 	// A gapped line after the last turn/end is a torn tail too.
 	appendRaw(t, path, `{"type":"turn/start","seq":99,"time":1,"data":{"turn":3,"trigger":{"kind":"message","source":{"kind":"user"}}}}`+"\n")
+	require.NoError(t, st2.Release(h.ID))
 	st3, err := jsonl.Open(root)
 	require.NoError(t, err)
 	_, again, err := st3.Load(ctx, h.ID)
@@ -256,6 +267,7 @@ func TestCorruptCommittedLineFatal(t *testing.T) {
 			lines[tc.line] = tc.replace(lines[tc.line])
 			content := strings.Join(lines, "\n") + "\n"
 			require.NoError(t, os.WriteFile(path, []byte(content), 0o600))
+			require.NoError(t, st.Close())
 			st2, err := jsonl.Open(root)
 			require.NoError(t, err)
 			_, _, err = st2.Load(ctx, "bad")

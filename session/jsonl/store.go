@@ -7,6 +7,11 @@
 // back when the write fails. Load keeps the longest parseable seq-contiguous
 // prefix, truncates a torn tail after the last turn/end, and persists the
 // crash-repair closers of a turn left open.
+//
+// One owner per session (session.Owner): Load and the first Append of a
+// session take an exclusive flock on `<bucket>/<encoded id>.lock` (package
+// session/lock) before touching the log, and keep it until Release or
+// Close, so two processes never append to (or repair) one log.
 package jsonl
 
 import (
@@ -21,6 +26,7 @@ import (
 	"sync"
 
 	"github.com/dsh-acp/dsh-acp/session"
+	"github.com/dsh-acp/dsh-acp/session/lock"
 )
 
 // ErrClosed is returned by operations on a closed Store.
@@ -28,7 +34,8 @@ var ErrClosed = errors.New("jsonl session store is closed")
 
 // Store is a session.Store over a directory tree. It is safe for concurrent
 // use; writes to one session are serialized, different sessions proceed in
-// parallel. A Store assumes it is the only writer of its root.
+// parallel. Several Stores (in one process or several) may share a root:
+// each session is written only by the Store that holds its lock.
 type Store struct {
 	root string
 
@@ -41,9 +48,10 @@ type Store struct {
 // removed, so two goroutines can never hold different locks for one id.
 type entry struct {
 	mu   sync.Mutex // serializes file access for the session
-	path string     // "" while the session's file is unknown
+	path string     // "" while the session's file is unknown (or not held)
 	next int        // next seq to append; valid when path != ""
 	lazy bool       // written without fsync since the last durable write
+	held *lock.File // the session's ownership lock (session.Owner)
 	// dirs reports the background fsync of the directories of a lazily
 	// created file (nil when none is pending).
 	dirs chan error
@@ -52,6 +60,7 @@ type entry struct {
 var (
 	_ session.Store      = (*Store)(nil)
 	_ session.LazyWriter = (*Store)(nil)
+	_ session.Owner      = (*Store)(nil)
 )
 
 // Open returns a store rooted at root, creating the directory (mode 0700) if
@@ -79,16 +88,72 @@ func (s *Store) Path(h session.Header) (string, error) {
 	return filepath.Join(s.root, Bucket(h.Cwd), name+fileExt), nil
 }
 
-// Close marks the store closed. It holds no open files between calls.
+// Close marks the store closed and releases the sessions it holds. Between
+// calls it keeps open only the lock files of the sessions it holds.
 func (s *Store) Close() error {
 	s.mu.Lock()
-	defer s.mu.Unlock()
 	s.closed = true
+	entries := make([]*entry, 0, len(s.index))
+	for _, e := range s.index {
+		entries = append(entries, e)
+	}
+	s.mu.Unlock()
+	var errs []error
+	for _, e := range entries {
+		e.mu.Lock()
+		errs = append(errs, s.releaseEntry(e))
+		e.mu.Unlock()
+	}
+	return errors.Join(errs...)
+}
+
+// Release implements session.Owner: it gives up the store's hold on the
+// session id (after forcing its lazy writes to disk). The next Load or
+// Append re-reads the file and takes the lock again.
+func (s *Store) Release(id string) error {
+	s.mu.Lock()
+	e := s.index[id]
+	s.mu.Unlock()
+	if e == nil {
+		return nil
+	}
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	return s.releaseEntry(e)
+}
+
+// releaseEntry syncs and unlocks a held entry; e.mu is held.
+func (s *Store) releaseEntry(e *entry) error {
+	if e.held == nil {
+		return nil
+	}
+	err := s.syncEntry(e, false)
+	if rerr := e.held.Release(); err == nil {
+		err = rerr
+	}
+	e.held, e.path, e.next = nil, "", 0
+	return err
+}
+
+// own takes the ownership lock of the session whose log is (or will be) at
+// path, unless the entry holds it already; e.mu is held.
+func (s *Store) own(e *entry, id, path string) error {
+	if e.held != nil {
+		return nil
+	}
+	l, err := lock.Acquire(lockPath(path), id)
+	if err != nil {
+		return err
+	}
+	e.held = l
 	return nil
 }
 
-// lock returns the locked index entry of id.
-func (s *Store) lock(id string) (*entry, error) {
+// lockPath is the lock file of the log at path: `<bucket>/<encoded id>.lock`.
+func lockPath(path string) string { return strings.TrimSuffix(path, fileExt) + lockExt }
+
+// lockEntry returns the locked index entry of id.
+func (s *Store) lockEntry(id string) (*entry, error) {
 	s.mu.Lock()
 	if s.closed {
 		s.mu.Unlock()
@@ -123,7 +188,7 @@ func (s *Store) Sync(ctx context.Context, id string) error {
 	if err := ctx.Err(); err != nil {
 		return err
 	}
-	e, err := s.lock(id)
+	e, err := s.lockEntry(id)
 	if err != nil {
 		return err
 	}
@@ -164,7 +229,7 @@ func (s *Store) append(ctx context.Context, h session.Header, events []session.E
 	if len(events) == 0 {
 		return nil
 	}
-	e, err := s.lock(h.ID)
+	e, err := s.lockEntry(h.ID)
 	if err != nil {
 		return err
 	}
@@ -175,8 +240,12 @@ func (s *Store) append(ctx context.Context, h session.Header, events []session.E
 			return fmt.Errorf("append to session %q: %w", h.ID, err)
 		}
 		if path != "" {
-			// Stored by an earlier process and not loaded here: recover the
-			// next seq (dropping a torn tail) without crash repair.
+			// Stored by an earlier process (or released) and not loaded
+			// here: own it, then recover the next seq (dropping a torn
+			// tail) without crash repair.
+			if err := s.own(e, h.ID, path); err != nil {
+				return err
+			}
 			_, evs, err := readLog(path, h.ID)
 			if err != nil {
 				return fmt.Errorf("append to session %q: %w", h.ID, err)
@@ -200,6 +269,14 @@ func (s *Store) append(ctx context.Context, h session.Header, events []session.E
 			return fmt.Errorf("append to session %q: %w", h.ID, err)
 		}
 		path := filepath.Join(s.root, Bucket(h.Cwd), name+fileExt)
+		// The lock is taken before the file appears, so no other process
+		// can load the session before this one owns it.
+		if err := ensureDir(s.root, filepath.Dir(path), durable); err != nil {
+			return fmt.Errorf("append to session %q: %w", h.ID, err)
+		}
+		if err := s.own(e, h.ID, path); err != nil {
+			return err
+		}
 		if err := materialize(s.root, path, header, body, durable); err != nil {
 			return fmt.Errorf("append to session %q: %w", h.ID, err)
 		}
@@ -254,7 +331,7 @@ func (s *Store) Load(ctx context.Context, id string) (session.Header, []session.
 	if err != nil {
 		return session.Header{}, nil, fmt.Errorf("load session %q: %w", id, err)
 	}
-	e, err := s.lock(id)
+	e, err := s.lockEntry(id)
 	if err != nil {
 		return session.Header{}, nil, err
 	}
@@ -268,9 +345,14 @@ func (s *Store) Load(ctx context.Context, id string) (session.Header, []session.
 			return session.Header{}, nil, &NotFoundError{ID: id}
 		}
 	}
+	// Own the session before reading it: a session another process holds
+	// is neither read nor repaired here.
+	if err := s.own(e, id, path); err != nil {
+		return session.Header{}, nil, err
+	}
 	h, events, err := readLog(path, id)
 	if errors.Is(err, fs.ErrNotExist) {
-		e.path, e.next = "", 0
+		_ = s.releaseEntry(e)
 		return session.Header{}, nil, &NotFoundError{ID: id}
 	}
 	if err != nil {

@@ -1,6 +1,7 @@
 package jsonl_test
 
 import (
+	"os"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -10,9 +11,20 @@ import (
 	"github.com/dsh-acp/dsh-acp/session/storetest"
 )
 
+func TestMain(m *testing.M) {
+	storetest.MaybeHold(openDir)
+	os.Exit(m.Run())
+}
+
+func openDir(dir string) (session.Store, error) { return jsonl.Open(dir) }
+
+// TestTwoProcesses: a session loaded by another process is refused here,
+// naming that process, until the kernel drops a crashed holder's lock.
+func TestTwoProcesses(t *testing.T) { storetest.RunProcess(t, openDir) }
+
 func TestStoreSuite(t *testing.T) {
-	storetest.Run(t, func(t *testing.T) session.Store {
-		st, err := jsonl.Open(t.TempDir())
+	storetest.Run(t, func(t *testing.T, dir string) session.Store {
+		st, err := jsonl.Open(dir)
 		require.NoError(t, err)
 		return st
 	})

@@ -104,6 +104,9 @@ func (s *Store) Append(ctx context.Context, h session.Header, events []session.E
 		}
 		rows[i] = r
 	}
+	if err := s.own(h.ID); err != nil {
+		return err
+	}
 	tx, err := s.db.BeginTx(ctx, nil)
 	if err != nil {
 		return fmt.Errorf("append to session %q: %w", h.ID, err)
@@ -198,6 +201,18 @@ const headerColumns = `id, version, created_at, cwd, parent_session, seed_length
 // the crash-repair closers of an open turn are inserted.
 func (s *Store) Load(ctx context.Context, id string) (session.Header, []session.Event, error) {
 	if err := ctx.Err(); err != nil {
+		return session.Header{}, nil, err
+	}
+	// Own the session before reading it (a session another process holds
+	// is neither read nor repaired here); an unknown id takes no lock.
+	var exists bool
+	if err := s.db.QueryRowContext(ctx, `SELECT EXISTS(SELECT 1 FROM sessions WHERE id = ?)`, id).Scan(&exists); err != nil {
+		return session.Header{}, nil, fmt.Errorf("load session %q: %w", id, err)
+	}
+	if !exists {
+		return session.Header{}, nil, &NotFoundError{ID: id}
+	}
+	if err := s.own(id); err != nil {
 		return session.Header{}, nil, err
 	}
 	tx, err := s.db.BeginTx(ctx, nil)

@@ -12,22 +12,31 @@
 // source_event_seqs JSON text: such an event's array is written with one
 // leading space (` [12]`), which is still the same JSON value for any reader,
 // so rows map back to an identical Event without a schema change.
+//
+// One owner per session (session.Owner): Load and the first Append of a
+// session take an exclusive flock on `<database>.locks/<hash of id>.lock`
+// (package session/lock) and keep it until Release or Close, so a process
+// never commits to a session another process has loaded.
 package sqlite
 
 import (
 	"context"
+	"crypto/sha256"
 	"database/sql"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"net/url"
 	"path/filepath"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	_ "modernc.org/sqlite" // registers the "sqlite" database/sql driver
 
 	"github.com/dsh-acp/dsh-acp/session"
+	"github.com/dsh-acp/dsh-acp/session/lock"
 )
 
 // SchemaVersion is the PRAGMA user_version of the schema this build writes.
@@ -74,13 +83,21 @@ func WithBusyTimeout(d time.Duration) Option {
 }
 
 // Store is a session.Store over one SQLite database file. It is safe for
-// concurrent use, also by several processes sharing the file.
+// concurrent use, also by several processes sharing the file; each session
+// is written only by the Store that holds its lock.
 type Store struct {
-	db   *sql.DB
-	path string
+	db    *sql.DB
+	path  string
+	locks string // the directory of the session lock files
+
+	mu   sync.Mutex
+	held map[string]*lock.File // sessions this store owns
 }
 
-var _ session.Store = (*Store)(nil)
+var (
+	_ session.Store = (*Store)(nil)
+	_ session.Owner = (*Store)(nil)
+)
 
 // Open opens (creating if needed) the database at path, applies the
 // connection pragmas (busy_timeout, foreign_keys = ON, journal_mode) and
@@ -113,7 +130,7 @@ func Open(path string, opts ...Option) (*Store, error) {
 	if err != nil {
 		return nil, fmt.Errorf("open session database: %w", err)
 	}
-	s := &Store{db: db, path: path}
+	s := &Store{db: db, path: path, locks: abs + ".locks", held: map[string]*lock.File{}}
 	if err := s.init(context.Background(), cfg); err != nil {
 		_ = db.Close()
 		return nil, err
@@ -168,8 +185,43 @@ func (s *Store) init(ctx context.Context, cfg config) error {
 // Path returns the database path given to Open.
 func (s *Store) Path() string { return s.path }
 
-// Close closes the database.
-func (s *Store) Close() error { return s.db.Close() }
+// Close releases the sessions the store holds and closes the database.
+func (s *Store) Close() error {
+	s.mu.Lock()
+	var errs []error
+	for id, l := range s.held {
+		errs = append(errs, l.Release())
+		delete(s.held, id)
+	}
+	s.mu.Unlock()
+	return errors.Join(append(errs, s.db.Close())...)
+}
+
+// Release implements session.Owner: it gives up the store's hold on the
+// session id. It must not race the session's own writes.
+func (s *Store) Release(id string) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	l := s.held[id]
+	delete(s.held, id)
+	return l.Release()
+}
+
+// own takes the ownership lock of session id unless the store holds it.
+func (s *Store) own(id string) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.held[id] != nil {
+		return nil
+	}
+	sum := sha256.Sum256([]byte(id))
+	l, err := lock.Acquire(filepath.Join(s.locks, hex.EncodeToString(sum[:16])+".lock"), id)
+	if err != nil {
+		return err
+	}
+	s.held[id] = l
+	return nil
+}
 
 // NotFoundError is returned by Load for an id that is not stored. Its text
 // is `session "<id>" not found`; it wraps session.ErrNotFound.

@@ -1,6 +1,7 @@
 package sqlite_test
 
 import (
+	"os"
 	"path/filepath"
 	"testing"
 
@@ -11,9 +12,22 @@ import (
 	"github.com/dsh-acp/dsh-acp/session/storetest"
 )
 
+func TestMain(m *testing.M) {
+	storetest.MaybeHold(openDir)
+	os.Exit(m.Run())
+}
+
+func openDir(dir string) (session.Store, error) {
+	return sqlite.Open(filepath.Join(dir, "sessions.db"))
+}
+
+// TestTwoProcesses: a session loaded by another process is refused here,
+// naming that process, until the kernel drops a crashed holder's lock.
+func TestTwoProcesses(t *testing.T) { storetest.RunProcess(t, openDir) }
+
 func TestStoreSuite(t *testing.T) {
-	storetest.Run(t, func(t *testing.T) session.Store {
-		st, err := sqlite.Open(filepath.Join(t.TempDir(), "sessions.db"))
+	storetest.Run(t, func(t *testing.T, dir string) session.Store {
+		st, err := sqlite.Open(filepath.Join(dir, "sessions.db"))
 		require.NoError(t, err)
 		return st
 	})

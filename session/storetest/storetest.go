@@ -1,7 +1,7 @@
 // Package storetest is the conformance suite every session.Store
 // implementation runs (session-log contract §§ 6–7): byte-identical
 // round trips, seq continuity, listing, crash repair persisted on load,
-// concurrency and the not-found error.
+// concurrency, the not-found error and one owner per session.
 package storetest
 
 import (
@@ -17,11 +17,16 @@ import (
 	"github.com/dsh-acp/dsh-acp/session"
 )
 
-// Run runs the suite. open must return a new, empty store each call (for
-// example on t.TempDir()); Run closes it when the subtest ends.
-func Run(t *testing.T, open func(t *testing.T) session.Store) {
+// Opener opens the store kept in dir (an empty directory the first time).
+// Opening it twice on one dir gives two stores sharing the same sessions,
+// as two processes would.
+type Opener func(t *testing.T, dir string) session.Store
+
+// Run runs the suite. Each case opens its stores on a fresh t.TempDir() and
+// closes them when the subtest ends.
+func Run(t *testing.T, open Opener) {
 	mk := func(t *testing.T) session.Store {
-		st := open(t)
+		st := open(t, t.TempDir())
 		t.Cleanup(func() { _ = st.Close() })
 		return st
 	}
@@ -36,6 +41,12 @@ func Run(t *testing.T, open func(t *testing.T) session.Store) {
 	t.Run("ConcurrentSameSession", func(t *testing.T) { testConcurrentSameSession(t, mk(t)) })
 	t.Run("NotFound", func(t *testing.T) { testNotFound(t, mk(t)) })
 	t.Run("CanceledContext", func(t *testing.T) { testCanceled(t, mk(t)) })
+	t.Run("OwnerLoadRefused", func(t *testing.T) { testOwnerLoadRefused(t, open) })
+	t.Run("OwnerRelease", func(t *testing.T) { testOwnerRelease(t, open) })
+	t.Run("OwnerCloseReleases", func(t *testing.T) { testOwnerCloseReleases(t, open) })
+	t.Run("OwnerHeldNotRepaired", func(t *testing.T) { testOwnerHeldNotRepaired(t, open) })
+	t.Run("OwnerReentrant", func(t *testing.T) { testOwnerReentrant(t, open) })
+	t.Run("OwnerLogClose", func(t *testing.T) { testOwnerLogClose(t, open) })
 }
 
 func testAppendReload(t *testing.T, st session.Store) {
