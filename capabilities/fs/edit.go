@@ -4,8 +4,6 @@ import (
 	"bytes"
 	"context"
 	"errors"
-	iofs "io/fs"
-	"os"
 	"strconv"
 	"strings"
 
@@ -66,48 +64,95 @@ func (t *editTool) Run(ctx context.Context, call *capabilities.Call) (capabiliti
 	if a.OldString == a.NewString {
 		return capabilities.Result{}, errors.New(msgMustDiffer)
 	}
-	tg, err := resolve(cwdOf(call), a.FilePath, t.opts.Confine)
+	tg, err := resolve(cwdOf(call), a.FilePath)
 	if err != nil {
 		return capabilities.Result{}, err
 	}
 	t.policy.mutate.Lock()
 	defer t.policy.mutate.Unlock()
 
-	seen, ok := t.policy.observed(tg.key)
-	if !ok {
-		return capabilities.Result{}, fsError(CodeNotObserved, "edit requires reading "+quote(tg.display)+" first")
-	}
-	prev, err := os.Stat(tg.key)
+	var prev capabilities.FileInfo
+	r, err := t.probe(ctx, call, OpEdit, tg, func(files capabilities.Files) (err error) {
+		prev, err = files.Stat(ctx, tg.display)
+		return err
+	})
 	if err != nil {
-		if errors.Is(err, iofs.ErrNotExist) {
-			return capabilities.Result{}, fsError(CodeStaleVersion, "cannot edit "+quote(tg.display)+": file changed since it was read")
-		}
-		return capabilities.Result{}, ioError("edit", tg.display, err)
+		return capabilities.Result{}, fail(ctx, "edit", tg, err)
 	}
-	if !prev.Mode().IsRegular() {
-		return capabilities.Result{}, fsError(CodeNotRegular, "cannot edit "+quote(tg.display)+": not a regular file")
-	}
-	if versionOf(prev) != seen {
-		return capabilities.Result{}, fsError(CodeStaleVersion, "cannot edit "+quote(tg.display)+": file changed since it was read")
-	}
-	if err := aborted(ctx, "edit"); err != nil {
+	ed, err := t.prepare(ctx, r, tg, prev, a)
+	if err != nil {
 		return capabilities.Result{}, err
 	}
-	raw, err := os.ReadFile(tg.key)
+	if asked, err := t.approve(ctx, call, OpEdit, tg, r); err != nil {
+		return capabilities.Result{}, err
+	} else if asked {
+		// The question took a while: edit the file as it is now.
+		if prev, err = r.files.Stat(ctx, tg.display); err != nil {
+			return capabilities.Result{}, fail(ctx, "edit", tg, err)
+		}
+		if ed, err = t.prepare(ctx, r, tg, prev, a); err != nil {
+			return capabilities.Result{}, err
+		}
+	}
+	if err := r.files.WriteFile(ctx, tg.display, ed.after); err != nil {
+		return capabilities.Result{}, fail(ctx, "edit", tg, err)
+	}
+	if err := t.record(ctx, r, tg); err != nil {
+		return capabilities.Result{}, err
+	}
+	t.notify(ctx, Change{CallID: call.CallID, Path: tg.display, Existed: true, Before: ed.raw, After: ed.after})
+
+	msg := "The file " + tg.display + " has been updated successfully."
+	if a.ReplaceAll {
+		msg = "The file " + tg.display + " has been updated. All occurrences were successfully replaced."
+	}
+	res := capabilities.TextResult(msg)
+	res.Meta = metaDiffs(Hunks(a.FilePath, ed.content, ed.updated))
+	return res, nil
+}
+
+// edited is an edit computed but not yet written.
+type edited struct {
+	raw, after       []byte // the file's bytes before and after
+	content, updated string // LF-normalized text before and after
+}
+
+// prepare applies the fs-policy to an edit of the file prev describes,
+// reads it and computes the replacement.
+func (t *editTool) prepare(ctx context.Context, r reach, tg target, prev capabilities.FileInfo, a editArgs) (edited, error) {
+	seen, ok := t.policy.observed(prev.ID)
+	if !ok {
+		return edited{}, fsError(CodeNotObserved, "edit requires reading "+quote(tg.display)+" first")
+	}
+	switch {
+	case !prev.Exists:
+		return edited{}, fsError(CodeStaleVersion, "cannot edit "+quote(tg.display)+": file changed since it was read")
+	case !prev.Regular:
+		return edited{}, fsError(CodeNotRegular, "cannot edit "+quote(tg.display)+": not a regular file")
+	case prev.Version != seen:
+		return edited{}, fsError(CodeStaleVersion, "cannot edit "+quote(tg.display)+": file changed since it was read")
+	}
+	if err := aborted(ctx, "edit"); err != nil {
+		return edited{}, err
+	}
+	raw, now, err := capabilities.ReadFile(ctx, r.files, tg.display)
 	if err != nil {
-		return capabilities.Result{}, ioError("edit", tg.display, err)
+		return edited{}, fail(ctx, "edit", tg, err)
+	}
+	if now.Version != seen {
+		return edited{}, fsError(CodeStaleVersion, "cannot edit "+quote(tg.display)+": file changed since it was read")
 	}
 	if bytes.IndexByte(raw, 0) >= 0 {
-		return capabilities.Result{}, fsError(CodeNotText, "cannot edit "+quote(tg.display)+": binary file")
+		return edited{}, fsError(CodeNotText, "cannot edit "+quote(tg.display)+": binary file")
 	}
 	text, ok := decode(raw)
 	if !ok {
-		return capabilities.Result{}, fsError(CodeNotText, "cannot edit "+quote(tg.display)+": invalid UTF-8 text")
+		return edited{}, fsError(CodeNotText, "cannot edit "+quote(tg.display)+": invalid UTF-8 text")
 	}
 	content := normalizeEOL(text.text)
 	updated, err := replace(content, normalizeEOL(a.OldString), normalizeEOL(a.NewString), a.ReplaceAll, tg.display)
 	if err != nil {
-		return capabilities.Result{}, err
+		return edited{}, err
 	}
 	out := updated
 	if prefersCRLF(text.text) {
@@ -118,21 +163,7 @@ func (t *editTool) Run(ctx context.Context, call *capabilities.Call) (capabiliti
 		after = append(after, bom...)
 	}
 	after = append(after, out...)
-	if err := writeAtomic(ctx, tg.key, after, prev, tg.display); err != nil {
-		return capabilities.Result{}, err
-	}
-	if err := t.record(tg); err != nil {
-		return capabilities.Result{}, err
-	}
-	t.notify(ctx, Change{CallID: call.CallID, Path: tg.display, Existed: true, Before: raw, After: after})
-
-	msg := "The file " + tg.display + " has been updated successfully."
-	if a.ReplaceAll {
-		msg = "The file " + tg.display + " has been updated. All occurrences were successfully replaced."
-	}
-	res := capabilities.TextResult(msg)
-	res.Meta = metaDiffs(Hunks(a.FilePath, content, updated))
-	return res, nil
+	return edited{raw: raw, after: after, content: content, updated: updated}, nil
 }
 
 // replace applies a literal replacement to LF-normalized content: the

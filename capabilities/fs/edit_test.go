@@ -70,7 +70,7 @@ func TestEditErrors(t *testing.T) {
 	h.fails("edit", map[string]any{"file_path": "bin.txt", "old_string": "a", "new_string": "c"},
 		`cannot edit "`+h.path("bin.txt")+`": binary file`, CodeNotText)
 	bad := h.writeFile("bad.txt", "a\xffb")
-	h.files.policy.observe(bad, mustVersion(t, bad))
+	h.observe("bad.txt")
 	h.fails("edit", map[string]any{"file_path": "bad.txt", "old_string": "a", "new_string": "c"},
 		`cannot edit "`+bad+`": invalid UTF-8 text`, CodeNotText)
 	require.Empty(t, h.changes[1:])

@@ -4,9 +4,11 @@
 // edited, so that write and edit refuse to clobber content the model has not
 // seen.
 //
-// Paths resolve against the calling session's working directory. With
-// Options.Confine set, every path must also stay inside that directory, both
-// lexically and after resolving symbolic links.
+// Paths resolve against the calling session's working directory. Every file
+// access goes through capabilities.Files. With Options.Confine set (or a
+// Gate), a path is reached through an implementation confined beneath that
+// directory, which refuses ".." and symbolic links that lead out, at every
+// step of every access; without, through an unconfined one.
 package fs
 
 import (
@@ -16,6 +18,7 @@ import (
 	"fmt"
 	"os"
 	"strings"
+	"sync"
 
 	"github.com/dsh-acp/dsh-acp/capabilities"
 )
@@ -28,6 +31,18 @@ type Options struct {
 	// Confine refuses every path that resolves outside the session's working
 	// directory, lexically or through a symbolic link (FS_OUTSIDE_ROOT).
 	Confine bool
+	// Gate, when set, is consulted before every write and edit and before
+	// a read outside the session root (see Gate); paths are then judged
+	// inside or outside the root as with Confine, whatever Confine says.
+	// Without a Gate, Confine alone decides.
+	Gate Gate
+	// Confined returns the file access confined beneath a session root
+	// (nil: localfs.New).
+	Confined func(root string) (capabilities.Files, error)
+	// Unconfined reaches any path: it serves every access when neither
+	// Confine nor a Gate is set, and the paths outside the root a Gate let
+	// through (nil: localfs.Unconfined()).
+	Unconfined capabilities.Files
 }
 
 // Change describes one file modification made by write or edit.
@@ -85,6 +100,10 @@ func New(opts Options) []capabilities.Tool {
 type files struct {
 	opts   Options
 	policy *policy
+
+	mu       sync.Mutex // guards the cache of the confined file access
+	rootOf   string
+	confined capabilities.Files
 }
 
 // fsError builds the coded error of the FsError class.

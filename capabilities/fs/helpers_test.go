@@ -104,6 +104,18 @@ func (h *harness) fails(name string, args any, msg, code string) {
 	require.Equal(h.t, &session.ErrorInfo{Name: "FsError", Code: code}, out.Error)
 }
 
+// observe records the current version of rel as seen by the session, as
+// a read would.
+func (h *harness) observe(rel string) {
+	h.t.Helper()
+	files, err := h.files.confinedTo(h.dir)
+	require.NoError(h.t, err)
+	info, err := files.Stat(context.Background(), h.path(rel))
+	require.NoError(h.t, err)
+	require.True(h.t, info.Exists)
+	h.files.policy.observe(info.ID, info.Version)
+}
+
 func (h *harness) path(rel string) string { return filepath.Join(h.dir, rel) }
 
 func (h *harness) writeFile(rel string, content string) string {

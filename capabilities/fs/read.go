@@ -8,7 +8,6 @@ import (
 	"io"
 	iofs "io/fs"
 	"math"
-	"os"
 	"strconv"
 	"strings"
 	"unicode/utf8"
@@ -86,18 +85,18 @@ func (t *readTool) Run(ctx context.Context, call *capabilities.Call) (capabiliti
 		}
 		limit = l
 	}
-	tg, err := resolve(cwdOf(call), a.FilePath, t.opts.Confine)
+	tg, err := resolve(cwdOf(call), a.FilePath)
 	if err != nil {
 		return capabilities.Result{}, err
 	}
-	w, v, err := readWindow(ctx, tg, offset, limit)
+	w, info, err := t.readWindow(ctx, call, tg, offset, limit)
 	if err != nil {
 		return capabilities.Result{}, err
 	}
 	if w.outOfRange() {
 		return capabilities.Result{}, fsError(CodeNotFound, "offset "+offsetText+" is out of range for "+quote(tg.display)+" ("+strconv.FormatInt(w.total, 10)+" lines)")
 	}
-	t.policy.observe(tg.key, v)
+	t.policy.observe(info.ID, info.Version)
 	return capabilities.TextResult(w.render(tg.display)), nil
 }
 
@@ -138,38 +137,32 @@ func jsFloat(f float64) string {
 }
 
 // readWindow opens the file, checks that it is a regular text file, and
-// scans all of it, keeping only the requested window. It returns the
-// version observed before reading.
-func readWindow(ctx context.Context, tg target, offset, limit int64) (*window, version, error) {
+// scans all of it, keeping only the requested window. It returns the file
+// as opened.
+func (f *files) readWindow(ctx context.Context, call *capabilities.Call, tg target, offset, limit int64) (*window, capabilities.FileInfo, error) {
 	if err := aborted(ctx, "read"); err != nil {
-		return nil, version{}, err
+		return nil, capabilities.FileInfo{}, err
 	}
-	fi, err := os.Stat(tg.key)
-	if err != nil {
-		if errors.Is(err, iofs.ErrNotExist) {
-			return nil, version{}, fsError(CodeNotFound, "cannot read "+quote(tg.display)+": not found")
-		}
-		return nil, version{}, ioError("read", tg.display, err)
+	var r io.ReadCloser
+	var info capabilities.FileInfo
+	_, err := f.probe(ctx, call, OpRead, tg, func(files capabilities.Files) (err error) {
+		r, info, err = files.Open(ctx, tg.display)
+		return err
+	})
+	switch {
+	case errors.Is(err, iofs.ErrNotExist):
+		return nil, capabilities.FileInfo{}, fsError(CodeNotFound, "cannot read "+quote(tg.display)+": not found")
+	case errors.Is(err, capabilities.ErrNotRegular):
+		return nil, capabilities.FileInfo{}, fsError(CodeNotRegular, "cannot read "+quote(tg.display)+": not a regular file")
+	case err != nil:
+		return nil, capabilities.FileInfo{}, fail(ctx, "read", tg, err)
 	}
-	if !fi.Mode().IsRegular() {
-		return nil, version{}, fsError(CodeNotRegular, "cannot read "+quote(tg.display)+": not a regular file")
-	}
-	f, err := os.Open(tg.key)
-	if err != nil {
-		if errors.Is(err, iofs.ErrNotExist) {
-			return nil, version{}, fsError(CodeNotFound, "cannot read "+quote(tg.display)+": not found")
-		}
-		return nil, version{}, ioError("read", tg.display, err)
-	}
-	defer f.Close()
-	if fi, err = f.Stat(); err != nil {
-		return nil, version{}, ioError("read", tg.display, err)
-	}
+	defer r.Close()
 	w := &window{offset: offset, limit: limit}
-	if err := w.scan(ctx, f, tg.display); err != nil {
-		return nil, version{}, err
+	if err := w.scan(ctx, r, tg.display); err != nil {
+		return nil, capabilities.FileInfo{}, err
 	}
-	return w, versionOf(fi), nil
+	return w, info, nil
 }
 
 // window accumulates the lines of one read (tools contract § 4,

@@ -3,9 +3,6 @@ package fs
 import (
 	"bytes"
 	"context"
-	"errors"
-	iofs "io/fs"
-	"os"
 
 	"github.com/dsh-acp/dsh-acp/capabilities"
 )
@@ -53,7 +50,7 @@ func (t *writeTool) Run(ctx context.Context, call *capabilities.Call) (capabilit
 	if err := checkFilePath(a.FilePath); err != nil {
 		return capabilities.Result{}, err
 	}
-	tg, err := resolve(cwdOf(call), a.FilePath, t.opts.Confine)
+	tg, err := resolve(cwdOf(call), a.FilePath)
 	if err != nil {
 		return capabilities.Result{}, err
 	}
@@ -63,40 +60,37 @@ func (t *writeTool) Run(ctx context.Context, call *capabilities.Call) (capabilit
 	t.policy.mutate.Lock()
 	defer t.policy.mutate.Unlock()
 
-	prev, err := os.Stat(tg.key)
-	exists := err == nil
-	if err != nil && !errors.Is(err, iofs.ErrNotExist) {
-		return capabilities.Result{}, ioError("write", tg.display, err)
+	var prev capabilities.FileInfo
+	r, err := t.probe(ctx, call, OpWrite, tg, func(files capabilities.Files) (err error) {
+		prev, err = files.Stat(ctx, tg.display)
+		return err
+	})
+	if err != nil {
+		return capabilities.Result{}, fail(ctx, "write", tg, err)
 	}
-	if exists && !prev.Mode().IsRegular() {
-		return capabilities.Result{}, fsError(CodeNotRegular, "cannot write "+quote(tg.display)+": not a regular file")
+	before, err := t.checkWrite(ctx, r, tg, prev)
+	if err != nil {
+		return capabilities.Result{}, err
 	}
-	if seen, ok := t.policy.observed(tg.key); ok {
-		if !exists {
-			return capabilities.Result{}, fsError(CodeStaleVersion, "cannot write "+quote(tg.display)+": file no longer exists")
+	if asked, err := t.approve(ctx, call, OpWrite, tg, r); err != nil {
+		return capabilities.Result{}, err
+	} else if asked {
+		// The question took a while: judge the file as it is now.
+		if prev, err = r.files.Stat(ctx, tg.display); err != nil {
+			return capabilities.Result{}, fail(ctx, "write", tg, err)
 		}
-		if versionOf(prev) != seen {
-			return capabilities.Result{}, fsError(CodeStaleVersion, "cannot write "+quote(tg.display)+": file changed since it was read")
+		if before, err = t.checkWrite(ctx, r, tg, prev); err != nil {
+			return capabilities.Result{}, err
 		}
-	} else if exists {
-		return capabilities.Result{}, fsError(CodeNotObserved, "cannot overwrite existing "+quote(tg.display)+" without reading it first")
-	}
-
-	var before []byte
-	if exists {
-		if before, err = os.ReadFile(tg.key); err != nil {
-			return capabilities.Result{}, ioError("write", tg.display, err)
-		}
-	} else {
-		prev = nil
 	}
 	after := []byte(a.Content)
-	if err := writeAtomic(ctx, tg.key, after, prev, tg.display); err != nil {
+	if err := r.files.WriteFile(ctx, tg.display, after); err != nil {
+		return capabilities.Result{}, fail(ctx, "write", tg, err)
+	}
+	if err := t.record(ctx, r, tg); err != nil {
 		return capabilities.Result{}, err
 	}
-	if err := t.record(tg); err != nil {
-		return capabilities.Result{}, err
-	}
+	exists := prev.Exists
 	t.notify(ctx, Change{CallID: call.CallID, Path: tg.display, Existed: exists, Before: before, After: after})
 
 	verb := "Created"
@@ -114,14 +108,30 @@ func (t *writeTool) Run(ctx context.Context, call *capabilities.Call) (capabilit
 	return res, nil
 }
 
-// record stats the file just written and records its version.
-func (f *files) record(tg target) error {
-	fi, err := os.Stat(tg.key)
-	if err != nil {
-		return ioError("stat", tg.display, err)
+// checkWrite applies the fs-policy to a write of the file prev describes
+// and returns its current content (nil when it does not exist).
+func (t *writeTool) checkWrite(ctx context.Context, r reach, tg target, prev capabilities.FileInfo) ([]byte, error) {
+	if prev.Exists && !prev.Regular {
+		return nil, fsError(CodeNotRegular, "cannot write "+quote(tg.display)+": not a regular file")
 	}
-	f.policy.observe(tg.key, versionOf(fi))
-	return nil
+	if seen, ok := t.policy.observed(prev.ID); ok {
+		if !prev.Exists {
+			return nil, fsError(CodeStaleVersion, "cannot write "+quote(tg.display)+": file no longer exists")
+		}
+		if prev.Version != seen {
+			return nil, fsError(CodeStaleVersion, "cannot write "+quote(tg.display)+": file changed since it was read")
+		}
+	} else if prev.Exists {
+		return nil, fsError(CodeNotObserved, "cannot overwrite existing "+quote(tg.display)+" without reading it first")
+	}
+	if !prev.Exists {
+		return nil, nil
+	}
+	before, _, err := capabilities.ReadFile(ctx, r.files, tg.display)
+	if err != nil {
+		return nil, fail(ctx, "write", tg, err)
+	}
+	return before, nil
 }
 
 // diffBasis is an overwritten file's old content for the diff: LF-normalized

@@ -5,6 +5,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -34,7 +35,7 @@ func TestWriteCreates(t *testing.T) {
 	require.Equal(t, "hello\r\nworld", h.readFile("a/b/new.txt"), "content is written verbatim")
 	fi, err := os.Stat(p)
 	require.NoError(t, err)
-	require.Equal(t, newFileMode, fi.Mode().Perm())
+	require.Equal(t, os.FileMode(0o644), fi.Mode().Perm())
 	require.Equal(t, []Change{{CallID: "call_1", Path: p, Existed: false, After: []byte("hello\r\nworld")}}, h.changes)
 
 	// No staging residue beside the file.
@@ -128,7 +129,7 @@ func TestWriteMetaOnlyForChangedText(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			name := strings.ReplaceAll(tc.name, " ", "_") + ".txt"
 			h.writeFile(name, tc.before)
-			h.files.policy.observe(h.path(name), mustVersion(t, h.path(name)))
+			h.observe(name)
 			out := h.call("write", map[string]any{"file_path": name, "content": tc.after})
 			require.False(t, out.IsError, text(out))
 			require.Equal(t, writeResult(h.path(name), "Updated"), text(out))
@@ -142,12 +143,8 @@ func TestWriteMetaOnlyForChangedText(t *testing.T) {
 	}
 }
 
-func mustVersion(t *testing.T, p string) version {
-	t.Helper()
-	fi, err := os.Stat(p)
-	require.NoError(t, err)
-	return versionOf(fi)
-}
+// inode returns a file's inode number.
+func inode(fi os.FileInfo) uint64 { return fi.Sys().(*syscall.Stat_t).Ino }
 
 func TestWriteThroughSymlinkKeepsLink(t *testing.T) {
 	h := newHarness(t, true)

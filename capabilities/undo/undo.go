@@ -13,12 +13,13 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
-	"os"
 	"path/filepath"
 	"sort"
 	"strings"
 	"unicode/utf8"
 
+	"github.com/dsh-acp/dsh-acp/capabilities"
+	"github.com/dsh-acp/dsh-acp/capabilities/localfs"
 	"github.com/dsh-acp/dsh-acp/session"
 )
 
@@ -133,11 +134,19 @@ func lastUndoable(events []session.Event) (int, []Entry) {
 	return t, byTurn[t]
 }
 
-// Revert reverts the changes of the latest turn not yet undone, newest
-// first, and appends the fs/undo result to log. A file whose current
-// content is not what the agent last wrote is refused, as are its earlier
-// changes in that turn.
-func Revert(_ context.Context, log *session.Log) (Result, bool) {
+// Revert is RevertFiles through plain local file access (every path the
+// process can reach), which is what /undo did before file access had a
+// seam. Prefer RevertFiles with the session's own capabilities.Files.
+func Revert(ctx context.Context, log *session.Log) (Result, bool) {
+	return RevertFiles(ctx, log, localfs.Unconfined())
+}
+
+// RevertFiles reverts the changes of the latest turn not yet undone,
+// newest first, reading and writing through files (so a confined files
+// refuses journal paths that now lead outside its root), and appends the
+// fs/undo result to log. A file whose current content is not what the
+// agent last wrote is refused, as are its earlier changes in that turn.
+func RevertFiles(ctx context.Context, log *session.Log, files capabilities.Files) (Result, bool) {
 	turn, entries := lastUndoable(log.Events())
 	if entries == nil {
 		return Result{}, false
@@ -150,7 +159,7 @@ func Revert(_ context.Context, log *session.Log) (Result, bool) {
 		if refused[e.Path] {
 			continue
 		}
-		if err := revertOne(e); err != nil {
+		if err := revertOne(ctx, files, e); err != nil {
 			refused[e.Path] = true
 			delete(restored, e.Path)
 			res.Refused = append(res.Refused, Refusal{Path: e.Path, Reason: err.Error()})
@@ -170,20 +179,21 @@ func Revert(_ context.Context, log *session.Log) (Result, bool) {
 }
 
 // revertOne restores one entry after checking the file still holds what the
-// agent wrote.
-func revertOne(e Entry) error {
-	cur, err := os.ReadFile(e.Path)
+// agent wrote. The restored content is written atomically and keeps the
+// file's current mode bits.
+func revertOne(ctx context.Context, files capabilities.Files, e Entry) error {
+	cur, _, err := capabilities.ReadFile(ctx, files, e.Path)
 	switch {
 	case errors.Is(err, fs.ErrNotExist):
 		return errors.New("the file no longer exists")
 	case err != nil:
-		return fmt.Errorf("cannot read it: %w", err)
+		return fmt.Errorf("cannot read it: %w", cause(err))
 	case Hash(cur) != e.After.SHA256:
 		return errors.New("it changed since the agent wrote it")
 	}
 	if e.Before == nil {
-		if err := os.Remove(e.Path); err != nil {
-			return fmt.Errorf("cannot remove it: %w", err)
+		if err := files.Remove(ctx, e.Path); err != nil {
+			return fmt.Errorf("cannot remove it: %w", cause(err))
 		}
 		return nil
 	}
@@ -191,33 +201,20 @@ func revertOne(e Entry) error {
 	if err != nil || Hash(old) != e.Before.SHA256 {
 		return errors.New("the journal's copy of the old content is damaged")
 	}
-	info, err := os.Stat(e.Path)
-	if err != nil {
-		return err
-	}
-	tmp, err := os.CreateTemp(filepath.Dir(e.Path), ".dsh-undo-*")
-	if err != nil {
-		return fmt.Errorf("cannot write it: %w", err)
-	}
-	defer os.Remove(tmp.Name())
-	if _, err := tmp.Write(old); err != nil {
-		tmp.Close()
-		return fmt.Errorf("cannot write it: %w", err)
-	}
-	if err := tmp.Sync(); err != nil {
-		tmp.Close()
-		return err
-	}
-	if err := tmp.Close(); err != nil {
-		return err
-	}
-	if err := os.Chmod(tmp.Name(), info.Mode().Perm()); err != nil {
-		return err
-	}
-	if err := os.Rename(tmp.Name(), e.Path); err != nil {
-		return fmt.Errorf("cannot replace it: %w", err)
+	if err := files.WriteFile(ctx, e.Path, old); err != nil {
+		return fmt.Errorf("cannot write it: %w", cause(err))
 	}
 	return nil
+}
+
+// cause drops the path an *fs.PathError repeats (the report names the
+// file already).
+func cause(err error) error {
+	var pe *fs.PathError
+	if errors.As(err, &pe) {
+		return pe.Err
+	}
+	return err
 }
 
 // Report renders a result for the user, with paths relative to cwd.
