@@ -48,14 +48,27 @@ type Provider interface {
 }
 
 // Error is a failed model call with a machine-readable code (AUTH,
-// RATE_LIMIT, INVALID_REQUEST, SERVER, HTTP_<status>, STREAM_CLOSED, ...).
+// RATE_LIMIT, INVALID_REQUEST, SERVER, HTTP_<status>, STREAM_CLOSED,
+// TIMEOUT, NETWORK, ...).
 type Error struct {
+	// Message says what failed; it is what Error returns and what the
+	// session log records.
 	Message string
 	Code    string
 	Status  int
+	// Hint, when non-empty, is one or two sentences telling the user what
+	// to do about the failure (check a key, wait, send the prompt again).
+	// It is for display next to Message, never a replacement for it.
+	Hint string
+	// Err is the underlying cause, if any (a transport error, a timeout).
+	Err error
 }
 
+// Error returns Message.
 func (e *Error) Error() string { return e.Message }
+
+// Unwrap returns the underlying cause, or nil.
+func (e *Error) Unwrap() error { return e.Err }
 
 // ErrorCode returns the code of an *Error in err's chain, or "".
 func ErrorCode(err error) string {
