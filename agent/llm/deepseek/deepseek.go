@@ -14,14 +14,14 @@ package deepseek
 
 import (
 	"bytes"
+	"cmp"
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
 	"iter"
 	"net/http"
-	"strconv"
+	"time"
 
 	openai "github.com/sashabaranov/go-openai"
 
@@ -67,8 +67,10 @@ type Config struct {
 	BaseURL string
 	// APIKey is sent as `authorization: Bearer <APIKey>`.
 	APIKey string
-	// HTTPClient sends the requests; nil means a client without timeout
-	// (streams are long; cancel through the context instead).
+	// HTTPClient sends the requests; nil means a client of the default
+	// transport whose dialing and TLS handshake ConnectTimeout bounds. Set
+	// no overall Timeout on a custom client: streams are long, and
+	// HeaderTimeout and IdleTimeout bound them anyway.
 	HTTPClient *http.Client
 	// Version is the agent version in the user-agent `dsh-acp/<Version>`.
 	Version string
@@ -78,6 +80,42 @@ type Config struct {
 	Thinking *Thinking
 	// ReasoningEffort, when non-empty, is sent as `reasoning_effort`.
 	ReasoningEffort string
+	// APIKeyEnv names the variable the key comes from, for the hint of an
+	// AUTH error; empty means DefaultAPIKeyEnv.
+	APIKeyEnv string
+
+	// ConnectTimeout bounds connecting (dial and TLS handshake) when
+	// HTTPClient is nil. HeaderTimeout bounds the wait from sending a
+	// request to its response headers; reasoning models can be slow to
+	// start. IdleTimeout bounds the silence between reads of the response
+	// body (keep-alive comments count as data). A stall ends the call with
+	// a TIMEOUT llm.Error. Zero means DefaultConnectTimeout,
+	// DefaultHeaderTimeout, DefaultIdleTimeout; negative means none.
+	ConnectTimeout, HeaderTimeout, IdleTimeout time.Duration
+
+	// MaxRetries is how many times a call is sent again after a rate
+	// limit (429), a server error (500, 502, 503, 504, 529), a network
+	// failure or a timeout, as long as no chunk has reached the caller;
+	// zero means DefaultMaxRetries, negative none. RetryBudget bounds the
+	// time from the first request to the start of the last retry; zero
+	// means DefaultRetryBudget, negative unbounded.
+	MaxRetries  int
+	RetryBudget time.Duration
+	// BackoffBase and BackoffMax shape the full-jitter backoff: retry n
+	// waits a uniform pick in [0, min(BackoffMax, BackoffBase·2ⁿ⁻¹)],
+	// unless the response had a Retry-After (seconds or an HTTP date),
+	// which is honoured up to MaxRetryAfter. Zero means
+	// DefaultBackoffBase, DefaultBackoffMax, DefaultMaxRetryAfter.
+	BackoffBase, BackoffMax, MaxRetryAfter time.Duration
+	// OnRetry, when non-nil, is called before each retry's wait, on the
+	// goroutine iterating the stream (Retry.String is a notice for the
+	// user).
+	OnRetry func(ctx context.Context, r Retry)
+	// Clock times backoff and the retry budget; nil means real time.
+	Clock Clock
+	// Jitter returns a duration in [0, limit] for the backoff; nil means
+	// uniformly random.
+	Jitter func(limit time.Duration) time.Duration
 }
 
 // Provider streams DeepSeek chat completions. It implements llm.Provider,
@@ -86,8 +124,14 @@ type Provider struct {
 	baseURL   string
 	apiKey    string
 	client    *http.Client
+	ownClient bool // client is newClient's
 	userAgent string
+	keyEnv    string
 	opts      requestOptions
+
+	connectTimeout, headerTimeout, idleTimeout time.Duration // <= 0: none
+	retry                                      retryPolicy
+	onRetry                                    func(context.Context, Retry)
 }
 
 var _ llm.Provider = (*Provider)(nil)
@@ -96,12 +140,33 @@ var _ llm.Provider = (*Provider)(nil)
 // Config.
 func New(cfg Config) *Provider {
 	p := &Provider{baseURL: cfg.BaseURL, apiKey: cfg.APIKey, client: cfg.HTTPClient, userAgent: cfg.UserAgent,
-		opts: requestOptions{thinking: cfg.Thinking, reasoningEffort: cfg.ReasoningEffort}}
+		keyEnv:         cmp.Or(cfg.APIKeyEnv, DefaultAPIKeyEnv),
+		opts:           requestOptions{thinking: cfg.Thinking, reasoningEffort: cfg.ReasoningEffort},
+		connectTimeout: orDefault(cfg.ConnectTimeout, DefaultConnectTimeout),
+		headerTimeout:  orDefault(cfg.HeaderTimeout, DefaultHeaderTimeout),
+		idleTimeout:    orDefault(cfg.IdleTimeout, DefaultIdleTimeout),
+		retry: retryPolicy{
+			maxRetries:    max(orDefault(cfg.MaxRetries, DefaultMaxRetries), 0),
+			budget:        orDefault(cfg.RetryBudget, DefaultRetryBudget),
+			base:          orDefault(cfg.BackoffBase, DefaultBackoffBase),
+			max:           orDefault(cfg.BackoffMax, DefaultBackoffMax),
+			maxRetryAfter: orDefault(cfg.MaxRetryAfter, DefaultMaxRetryAfter),
+			clock:         cfg.Clock,
+			jitter:        cfg.Jitter,
+		},
+		onRetry: cfg.OnRetry,
+	}
+	if p.retry.clock == nil {
+		p.retry.clock = realClock{}
+	}
+	if p.retry.jitter == nil {
+		p.retry.jitter = uniformJitter
+	}
 	if p.baseURL == "" {
 		p.baseURL = DefaultBaseURL
 	}
 	if p.client == nil {
-		p.client = &http.Client{}
+		p.client, p.ownClient = newClient(p.connectTimeout), true
 	}
 	if p.userAgent == "" {
 		v := cfg.Version
@@ -114,71 +179,115 @@ func New(cfg Config) *Provider {
 }
 
 // Stream sends req and yields its chunks. The sequence ends after the
-// finish chunk, or with one error: an *llm.Error for HTTP failures and
-// contract stream failures (STREAM_CLOSED, MALFORMED_RESPONSE), an error
-// satisfying errors.Is(err, ctx.Err()) once ctx is done, or a wrapped
-// transport error. Stopping the iteration early closes the connection.
+// finish chunk, or with one error: an *llm.Error (with a Hint) for HTTP
+// failures, contract stream failures (STREAM_CLOSED, MALFORMED_RESPONSE),
+// timeouts (TIMEOUT) and network failures (NETWORK), or an error
+// satisfying errors.Is(err, ctx.Err()) once ctx is done. Failures before
+// the first chunk are retried as Config describes; a failure after it
+// ends the call. Stopping the iteration early closes the connection.
 func (p *Provider) Stream(ctx context.Context, req *llm.Request) iter.Seq2[llm.Chunk, error] {
 	return func(yield func(llm.Chunk, error) bool) {
-		body, err := p.open(ctx, req)
+		body, err := buildBody(req, p.opts)
 		if err != nil {
 			yield(llm.Chunk{}, err)
 			return
 		}
-		finished := false
-		err = translate(ctx, body, func(c llm.Chunk) bool {
-			finished = finished || c.Type == llm.ChunkFinish
-			return yield(c, nil)
-		})
-		if err != nil || !finished {
-			_ = body.Close()
-			if err != nil {
-				yield(llm.Chunk{}, err)
+		rp := &p.retry
+		start := rp.clock.Now()
+		for n := 1; ; n++ {
+			delivered, f := p.attempt(ctx, req.Config.Model, body, yield)
+			if f == nil {
+				return
 			}
-			return
+			if ctx.Err() != nil || delivered || f.reason == "" || n > rp.maxRetries {
+				yield(llm.Chunk{}, p.explain(f.err, n, rp.clock.Now().Sub(start)))
+				return
+			}
+			delay := rp.delay(n, f)
+			if elapsed := rp.clock.Now().Sub(start); rp.budget > 0 && elapsed+delay > rp.budget {
+				yield(llm.Chunk{}, p.explain(f.err, n, elapsed))
+				return
+			}
+			if p.onRetry != nil {
+				r := Retry{Attempt: n + 1, MaxAttempts: rp.maxRetries + 1, Delay: delay, Reason: f.reason,
+					Code: llm.ErrorCode(f.err), Err: f.err}
+				if le, ok := errors.AsType[*llm.Error](f.err); ok {
+					r.Status = le.Status
+				}
+				p.onRetry(ctx, r)
+			}
+			if err := rp.clock.Sleep(ctx, delay); err != nil {
+				yield(llm.Chunk{}, fmt.Errorf("deepseek: retry aborted: %w", err))
+				return
+			}
 		}
-		// The stream reached [DONE]: read what little remains in the
-		// background so the connection goes back to the pool for the next
-		// step (the request's context bounds the wait).
-		go func() {
-			_, _ = io.Copy(io.Discard, io.LimitReader(body, 64<<10))
-			_ = body.Close()
-		}()
 	}
 }
 
-// open sends the request through go-openai and returns the SSE body of a
-// 2xx response.
-func (p *Provider) open(ctx context.Context, req *llm.Request) (io.ReadCloser, error) {
-	body, err := buildBody(req, p.opts)
+// attempt sends one request and streams its chunks to yield. It returns
+// nil when the stream finished or the caller stopped, else the failure;
+// delivered reports whether any chunk reached the caller.
+func (p *Provider) attempt(ctx context.Context, model string, body []byte,
+	yield func(llm.Chunk, error) bool) (delivered bool, f *failure) {
+	actx, cancel := context.WithCancelCause(ctx)
+	w := watch(cancel, p.headerTimeout, p.idleTimeout)
+	rc, retryAfter, err := p.open(actx, model, body)
 	if err != nil {
-		return nil, err
+		w.stop()
+		f = p.sendFailure(ctx, actx, err, retryAfter)
+		cancel(nil)
+		return false, f
 	}
-	d := &doer{client: p.client, body: body, userAgent: p.userAgent}
+	w.body()
+	finished := false
+	err = translate(ctx, &watchedBody{rc, w}, func(c llm.Chunk) bool {
+		delivered = true
+		finished = finished || c.Type == llm.ChunkFinish
+		return yield(c, nil)
+	})
+	if err != nil || !finished {
+		w.stop()
+		_ = rc.Close()
+		if err != nil {
+			f = readFailure(ctx, actx, err)
+		}
+		cancel(nil)
+		return delivered, f
+	}
+	// The stream reached [DONE]: read what little remains in the
+	// background so the connection goes back to the pool for the next
+	// step (the idle timeout bounds the wait).
+	go func() {
+		_, _ = io.Copy(io.Discard, io.LimitReader(&watchedBody{rc, w}, 64<<10))
+		w.stop()
+		_ = rc.Close()
+		cancel(nil)
+	}()
+	return true, nil
+}
+
+// open sends the request through go-openai and returns the SSE body of a
+// 2xx response, or the error and the response's Retry-After delay.
+func (p *Provider) open(ctx context.Context, model string, body []byte) (io.ReadCloser, time.Duration, error) {
+	d := &doer{client: p.client, body: body, userAgent: p.userAgent, now: p.retry.clock.Now}
 	cfg := openai.DefaultConfig(p.apiKey)
 	cfg.BaseURL = p.baseURL
 	cfg.HTTPClient = d
 	// go-openai marshals this request, but the doer replaces that body.
 	stream, err := openai.NewClientWithConfig(cfg).CreateChatCompletionStream(ctx,
-		openai.ChatCompletionRequest{Model: req.Config.Model})
+		openai.ChatCompletionRequest{Model: model})
 	if err != nil {
-		if le, ok := errors.AsType[*llm.Error](err); ok {
-			return nil, le
-		}
-		if ctxErr := ctx.Err(); ctxErr != nil && !errors.Is(err, ctxErr) {
-			return nil, fmt.Errorf("deepseek: request aborted: %w (%w)", ctxErr, err)
-		}
-		return nil, fmt.Errorf("deepseek: sending request: %w", err)
+		return nil, d.retryAfter, err
 	}
 	if d.resp == nil { // go-openai succeeded without calling the doer
 		_ = stream.Close()
-		return nil, errors.New("deepseek: go-openai returned a stream without a response")
+		return nil, 0, errors.New("deepseek: go-openai returned a stream without a response")
 	}
 	// stream.Close closes the same body; go-openai's reader is never used.
 	return struct {
 		io.Reader
 		io.Closer
-	}{d.resp.Body, stream}, nil
+	}{d.resp.Body, stream}, 0, nil
 }
 
 // doer is the single seam between go-openai and the wire, one per call.
@@ -187,10 +296,12 @@ func (p *Provider) open(ctx context.Context, req *llm.Request) (io.ReadCloser, e
 // sets the user-agent, turns non-2xx and bodiless responses into
 // llm.Error, and keeps the successful response for the SSE reader.
 type doer struct {
-	client    *http.Client
-	body      []byte
-	userAgent string
-	resp      *http.Response
+	client     *http.Client
+	body       []byte
+	userAgent  string
+	now        func() time.Time
+	resp       *http.Response
+	retryAfter time.Duration // of a failed response
 }
 
 // Do implements openai.HTTPDoer.
@@ -207,6 +318,7 @@ func (d *doer) Do(req *http.Request) (*http.Response, error) {
 		return nil, err
 	}
 	if err := checkResponse(resp); err != nil {
+		d.retryAfter, _ = parseRetryAfter(resp.Header.Get("Retry-After"), d.now())
 		_ = resp.Body.Close()
 		return nil, err
 	}
@@ -228,29 +340,10 @@ func checkResponse(resp *http.Response) error {
 	return nil
 }
 
-// httpError builds the error of a non-2xx response: the body's
-// error.message when it is JSON and has one, else a generic message.
-func httpError(status int, body []byte) *llm.Error {
-	e := &llm.Error{Message: "DeepSeek API error (HTTP " + strconv.Itoa(status) + ")", Status: status}
-	var j struct {
-		Error *struct {
-			Message *string `json:"message"`
-		} `json:"error"`
+// orDefault returns v, or def when v is zero.
+func orDefault[T int | time.Duration](v, def T) T {
+	if v == 0 {
+		return def
 	}
-	if json.Unmarshal(body, &j) == nil && j.Error != nil && j.Error.Message != nil && *j.Error.Message != "" {
-		e.Message = *j.Error.Message
-	}
-	switch {
-	case status == http.StatusUnauthorized || status == http.StatusForbidden:
-		e.Code = CodeAuth
-	case status == http.StatusTooManyRequests:
-		e.Code = CodeRateLimit
-	case status == http.StatusBadRequest:
-		e.Code = CodeInvalidRequest
-	case status >= 500:
-		e.Code = CodeServer
-	default:
-		e.Code = "HTTP_" + strconv.Itoa(status)
-	}
-	return e
+	return v
 }

@@ -1,11 +1,13 @@
 package deepseek
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
 	"flag"
 	"io"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -13,6 +15,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 
@@ -154,12 +157,15 @@ func TestFixtures(t *testing.T) {
 		{"http-402", "http-402.json", 402, "application/json", "HTTP_402"},
 		{"http-500", "http-500.html", 500, "text/html", CodeServer},
 	}
+	// Default retries, without waiting: a 500 is sent 1 + DefaultMaxRetries
+	// times, the rest once.
+	requests := map[string]int{"http-500": 1 + DefaultMaxRetries}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			body, err := os.ReadFile(filepath.Join(fixtureDir, tc.file))
 			require.NoError(t, err)
 			srv, rec := serveBody(t, tc.status, tc.contentType, body)
-			p := New(Config{BaseURL: srv.URL, APIKey: "sk-test", Version: "1.2.3"})
+			p := New(Config{BaseURL: srv.URL, APIKey: "sk-test", Version: "1.2.3", Clock: newFakeClock()})
 			lines, err := collect(t, p.Stream(context.Background(), simpleRequest()))
 			if tc.code == "" {
 				require.NoError(t, err)
@@ -170,9 +176,14 @@ func TestFixtures(t *testing.T) {
 				require.Equal(t, tc.code, llm.ErrorCode(err), "error: %v", err)
 			}
 			checkGolden(t, tc.name, lines)
-			got := rec.only(t)
-			require.Equal(t, http.MethodPost, got.method)
-			require.Equal(t, "/chat/completions", got.path)
+			rec.mu.Lock()
+			defer rec.mu.Unlock()
+			require.Len(t, rec.reqs, cmp.Or(requests[tc.name], 1))
+			for _, got := range rec.reqs {
+				require.Equal(t, http.MethodPost, got.method)
+				require.Equal(t, "/chat/completions", got.path)
+				require.Equal(t, rec.reqs[0].body, got.body, "a retry sends the same body")
+			}
 		})
 	}
 }
@@ -268,11 +279,17 @@ func TestHTTPErrors(t *testing.T) {
 	for _, tc := range cases {
 		t.Run(tc.message, func(t *testing.T) {
 			srv, _ := serveBody(t, tc.status, tc.contentType, []byte(tc.body))
-			lines, err := collect(t, New(Config{BaseURL: srv.URL}).Stream(context.Background(), simpleRequest()))
+			// One request: the retries are TestBadNetwork's.
+			lines, err := collect(t, New(Config{BaseURL: srv.URL, MaxRetries: -1}).Stream(context.Background(), simpleRequest()))
 			require.Len(t, lines, 1)
 			le, ok := errors.AsType[*llm.Error](err)
 			require.True(t, ok, "error %T %v", err, err)
-			require.Equal(t, &llm.Error{Message: tc.message, Code: tc.code, Status: tc.status}, le)
+			require.Equal(t, tc.message, le.Message)
+			require.Equal(t, tc.code, le.Code)
+			require.Equal(t, tc.status, le.Status)
+			if tc.status != 304 {
+				require.NotEmpty(t, le.Hint, "every failure says what to do")
+			}
 		})
 	}
 }
@@ -281,11 +298,45 @@ func TestTransportError(t *testing.T) {
 	srv := httptest.NewServer(http.NotFoundHandler())
 	url := srv.URL
 	srv.Close()
-	lines, err := collect(t, New(Config{BaseURL: url}).Stream(context.Background(), simpleRequest()))
+	clock := newFakeClock()
+	var retries []Retry
+	lines, err := collect(t, New(Config{BaseURL: url, Clock: clock,
+		OnRetry: func(_ context.Context, r Retry) { retries = append(retries, r) }}).Stream(context.Background(), simpleRequest()))
 	require.Len(t, lines, 1)
-	require.Error(t, err)
-	require.Equal(t, "", llm.ErrorCode(err))
-	require.Contains(t, err.Error(), "deepseek: sending request")
+	le, ok := errors.AsType[*llm.Error](err)
+	require.True(t, ok, "error %T %v", err, err)
+	require.Equal(t, CodeNetwork, le.Code)
+	require.Equal(t, "cannot reach the DeepSeek API at "+strings.TrimPrefix(url, "http://")+": connection refused", le.Message)
+	require.ErrorIs(t, err, syscall.ECONNREFUSED)
+	require.Len(t, retries, DefaultMaxRetries, "a refused connection is retried")
+	require.Equal(t, "connection refused", retries[0].Reason)
+	require.Contains(t, le.Hint, "Gave up after 5 attempts")
+	require.Contains(t, le.Hint, "Check the network connection and the base URL ("+url+")")
+}
+
+// TestPermanentTransportErrors checks that failures no retry can mend
+// fail at once.
+func TestPermanentTransportErrors(t *testing.T) {
+	plain := httptest.NewServer(http.NotFoundHandler())
+	defer plain.Close()
+	host := strings.TrimPrefix(plain.URL, "http://")
+	cases := map[string]string{
+		"http://no-such-host.invalid": "cannot reach the DeepSeek API at no-such-host.invalid: no such host",
+		"ftp://" + host:               "cannot reach the DeepSeek API at " + host + `: unsupported protocol scheme "ftp"`,
+		"https://" + host:             "cannot reach the DeepSeek API at " + host + ": " + http.ErrSchemeMismatch.Error(),
+	}
+	// Names resolve through a local DNS server that knows none.
+	dialer := &net.Dialer{Resolver: &net.Resolver{PreferGo: true, Dial: nxdomainServer(t)}}
+	client := &http.Client{Transport: &http.Transport{DialContext: dialer.DialContext}}
+	for base, want := range cases {
+		var retries int
+		p := New(Config{BaseURL: base, HTTPClient: client, Clock: newFakeClock(),
+			OnRetry: func(context.Context, Retry) { retries++ }})
+		_, err := collect(t, p.Stream(context.Background(), simpleRequest()))
+		require.Equal(t, CodeNetwork, llm.ErrorCode(err), "%v", err)
+		require.Equal(t, want, err.Error())
+		require.Zero(t, retries, base)
+	}
 }
 
 // slowServer streams one reasoning delta, then one every interval until
@@ -398,4 +449,33 @@ func TestConfigClientAndUserAgent(t *testing.T) {
 	_, err = collect(t, New(Config{BaseURL: srv2.URL}).Stream(context.Background(), simpleRequest()))
 	require.NoError(t, err)
 	require.Equal(t, "dsh-acp/"+DefaultVersion, rec2.only(t).header.Get("User-Agent"))
+}
+
+// nxdomainServer starts a UDP DNS server answering every query with
+// NXDOMAIN and returns a resolver Dial func that reaches it.
+func nxdomainServer(t *testing.T) func(ctx context.Context, _, _ string) (net.Conn, error) {
+	t.Helper()
+	pc, err := net.ListenPacket("udp", "127.0.0.1:0")
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = pc.Close() })
+	go func() {
+		buf := make([]byte, 512)
+		for {
+			n, addr, err := pc.ReadFrom(buf)
+			if err != nil {
+				return
+			}
+			if n < 12 {
+				continue
+			}
+			resp := append([]byte(nil), buf[:n]...)
+			resp[2], resp[3] = 0x81, 0x83 // response, recursion desired+available, NXDOMAIN
+			copy(resp[6:12], []byte{0, 0, 0, 0, 0, 0})
+			_, _ = pc.WriteTo(resp, addr)
+		}
+	}()
+	return func(ctx context.Context, _, _ string) (net.Conn, error) {
+		var d net.Dialer
+		return d.DialContext(ctx, "udp", pc.LocalAddr().String())
+	}
 }

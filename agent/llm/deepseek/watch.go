@@ -1,0 +1,153 @@
+package deepseek
+
+import (
+	"context"
+	"io"
+	"net"
+	"net/http"
+	"sync/atomic"
+	"time"
+)
+
+// Timeout defaults; see Config.
+const (
+	DefaultConnectTimeout = 10 * time.Second
+	DefaultHeaderTimeout  = 60 * time.Second
+	DefaultIdleTimeout    = 90 * time.Second
+)
+
+// stall names what a timeout waited for.
+type stall int
+
+const (
+	stallConnect stall = iota // dialing and the TLS handshake
+	stallHeaders              // the response headers
+	stallIdle                 // the next bytes of the response body
+)
+
+// timeoutError is the cause a watchdog cancels an attempt with, and the
+// Err of the TIMEOUT llm.Error it becomes.
+type timeoutError struct {
+	what  stall
+	after time.Duration
+	host  string // stallConnect only
+}
+
+func (e *timeoutError) Error() string {
+	switch e.what {
+	case stallConnect:
+		return "connecting to the DeepSeek API at " + e.host + " timed out after " + formatDuration(e.after)
+	case stallHeaders:
+		return "the DeepSeek API sent no response within " + formatDuration(e.after)
+	}
+	return "the DeepSeek API stream stalled: no data for " + formatDuration(e.after)
+}
+
+// Timeout reports true, as net.Error timeouts do.
+func (e *timeoutError) Timeout() bool { return true }
+
+// Watchdog phases.
+const (
+	phaseHeaders int32 = iota
+	phaseBody
+)
+
+// watchdog enforces one attempt's header and idle timeouts with a single
+// timer that cancels the attempt's context. Reads only store a timestamp;
+// the timer re-arms itself lazily when it fires early, so the streaming
+// hot path never touches the timer.
+type watchdog struct {
+	cancel context.CancelCauseFunc
+	header time.Duration // <= 0: none
+	idle   time.Duration // <= 0: none
+	start  time.Time     // monotonic base of last
+	last   atomic.Int64  // nanoseconds since start of the last body read
+	phase  atomic.Int32
+	done   atomic.Bool
+	timer  *time.Timer // nil when neither timeout is set
+}
+
+// watch starts the header phase of an attempt whose context cancel
+// cancels.
+func watch(cancel context.CancelCauseFunc, header, idle time.Duration) *watchdog {
+	w := &watchdog{cancel: cancel, header: header, idle: idle, start: time.Now()}
+	switch {
+	case header > 0:
+		w.timer = time.AfterFunc(header, w.fire)
+	case idle > 0:
+		// Armed when the body phase begins.
+		w.timer = time.AfterFunc(time.Hour, w.fire)
+		w.timer.Stop()
+	}
+	return w
+}
+
+// body switches to the body phase: from now on the attempt fails after
+// idle without a read that returns data.
+func (w *watchdog) body() {
+	if w.timer == nil {
+		return
+	}
+	w.touch()
+	w.phase.Store(phaseBody)
+	if w.idle <= 0 {
+		w.timer.Stop()
+		return
+	}
+	w.timer.Reset(w.idle)
+}
+
+// touch records activity.
+func (w *watchdog) touch() { w.last.Store(int64(time.Since(w.start))) }
+
+// stop ends the watch; a timer firing late does nothing.
+func (w *watchdog) stop() {
+	w.done.Store(true)
+	if w.timer != nil {
+		w.timer.Stop()
+	}
+}
+
+// fire runs on the timer's goroutine.
+func (w *watchdog) fire() {
+	if w.done.Load() {
+		return
+	}
+	if w.phase.Load() == phaseHeaders {
+		w.cancel(&timeoutError{what: stallHeaders, after: w.header})
+		return
+	}
+	if w.idle <= 0 {
+		return
+	}
+	quiet := time.Since(w.start) - time.Duration(w.last.Load())
+	if quiet < w.idle {
+		w.timer.Reset(w.idle - quiet)
+		return
+	}
+	w.cancel(&timeoutError{what: stallIdle, after: w.idle})
+}
+
+// watchedBody is a response body whose reads feed the watchdog.
+type watchedBody struct {
+	io.ReadCloser
+	w *watchdog
+}
+
+func (b *watchedBody) Read(p []byte) (int, error) {
+	n, err := b.ReadCloser.Read(p)
+	if n > 0 {
+		b.w.touch()
+	}
+	return n, err
+}
+
+// newClient returns the HTTP client of a Config without one: the default
+// transport with connect bounding the dial and the TLS handshake.
+func newClient(connect time.Duration) *http.Client {
+	tr := http.DefaultTransport.(*http.Transport).Clone()
+	d := &net.Dialer{Timeout: max(connect, 0), KeepAlive: 30 * time.Second}
+	tr.DialContext = d.DialContext
+	tr.TLSHandshakeTimeout = max(connect, 0)
+	return &http.Client{Transport: tr}
+}
