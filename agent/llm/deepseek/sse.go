@@ -23,8 +23,12 @@ type sseReader struct {
 	data []byte // data of the event being read; reused
 }
 
-func newSSEReader(r io.Reader) *sseReader {
-	return &sseReader{r: bufio.NewReaderSize(r, sseBufferSize)}
+func newSSEReader(r io.Reader) *sseReader { return newSSEReaderSize(r, sseBufferSize) }
+
+// newSSEReaderSize returns a reader with a size-byte buffer (bufio's
+// minimum is 16), so tests can exercise lines longer than the buffer.
+func newSSEReaderSize(r io.Reader, size int) *sseReader {
+	return &sseReader{r: bufio.NewReaderSize(r, size)}
 }
 
 // next returns the data of the next event. The slice is valid until the
