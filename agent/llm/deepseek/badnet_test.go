@@ -167,7 +167,7 @@ func TestBadNetwork(t *testing.T) {
 			cfg:  Config{HeaderTimeout: 50 * time.Millisecond, MaxRetries: 1},
 			code: CodeTimeout, message: "the DeepSeek API sent no response within 50ms",
 			reqs: 2, sleeps: []time.Duration{time.Second},
-			retries: []string{"the DeepSeek API sent no response within 50ms"}},
+			retries: []string{"sent no response within 50ms"}},
 		{name: "stall mid-stream", answers: []answer{stallAfter(sseReasoning)},
 			cfg:    Config{IdleTimeout: 100 * time.Millisecond},
 			chunks: okChunks[:2], code: CodeTimeout, message: "the DeepSeek API stream stalled: no data for 100ms",
@@ -175,7 +175,7 @@ func TestBadNetwork(t *testing.T) {
 		{name: "stall before the first chunk", answers: []answer{stallAfter(": keep-alive\n\n"), sse(sseOK)},
 			cfg:    Config{IdleTimeout: 100 * time.Millisecond},
 			chunks: okChunks, reqs: 2, sleeps: []time.Duration{time.Second},
-			retries: []string{"the DeepSeek API stream stalled: no data for 100ms"}},
+			retries: []string{"stream stalled (no data for 100ms)"}},
 		{name: "429 with Retry-After then success",
 			answers: []answer{status(429, "Retry-After", "1"), sse(sseOK)},
 			chunks:  okChunks, reqs: 2, sleeps: []time.Duration{time.Second},
@@ -208,10 +208,10 @@ func TestBadNetwork(t *testing.T) {
 			code: CodeInvalidRequest, message: "scripted 400", reqs: 1},
 		{name: "connection reset before the response", answers: []answer{raw("", "", true), sse(sseOK)},
 			chunks: okChunks, reqs: 2, sleeps: []time.Duration{time.Second},
-			retries: []string{"connection reset by peer"}},
+			retries: []string{"unreachable (connection reset by peer)"}},
 		{name: "connection closed before the response", answers: []answer{raw("", "", false), sse(sseOK)},
 			chunks: okChunks, reqs: 2, sleeps: []time.Duration{time.Second},
-			retries: []string{"the server closed the connection"}},
+			retries: []string{"unreachable (the server closed the connection)"}},
 		{name: "connection closed before the first chunk", answers: []answer{raw(preamble, ": hi\n\n", false), sse(sseOK)},
 			chunks: okChunks, reqs: 2, sleeps: []time.Duration{time.Second},
 			retries: []string{"stream ended before any data"}},
@@ -351,7 +351,7 @@ func TestConnectTimeout(t *testing.T) {
 	want := "connecting to the DeepSeek API at " + ln.Addr().String() + " timed out after 50ms"
 	require.Equal(t, CodeTimeout, llm.ErrorCode(err), "%v", err)
 	require.Equal(t, want, err.Error())
-	require.Equal(t, []string{want}, reasons)
+	require.Equal(t, []string{"connection timed out after 50ms"}, reasons)
 	require.Equal(t, int32(2), accepted.Load())
 	_ = ln.Close()
 	conns.Wait()

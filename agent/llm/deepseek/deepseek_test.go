@@ -309,7 +309,9 @@ func TestTransportError(t *testing.T) {
 	require.Equal(t, "cannot reach the DeepSeek API at "+strings.TrimPrefix(url, "http://")+": connection refused", le.Message)
 	require.ErrorIs(t, err, syscall.ECONNREFUSED)
 	require.Len(t, retries, DefaultMaxRetries, "a refused connection is retried")
-	require.Equal(t, "connection refused", retries[0].Reason)
+	require.Equal(t, "unreachable (connection refused)", retries[0].Reason)
+	require.Equal(t, "DeepSeek API unreachable (connection refused), retrying in 1s (attempt 2 of 5)",
+		Retry{Attempt: 2, MaxAttempts: 5, Delay: time.Second, Reason: retries[0].Reason}.String())
 	require.Contains(t, le.Hint, "Gave up after 5 attempts")
 	require.Contains(t, le.Hint, "Check the network connection and the base URL ("+url+")")
 }

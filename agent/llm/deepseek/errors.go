@@ -33,7 +33,7 @@ const DefaultAPIKeyEnv = "DEEPSEEK_API_KEY"
 // is worth repeating, why.
 type failure struct {
 	err        error
-	reason     string        // non-empty: retryable; the Retry.Reason
+	reason     string        // non-empty: retryable; the Retry.Reason, after "DeepSeek API "
 	retryAfter time.Duration // the server's Retry-After, 0 when absent
 }
 
@@ -82,7 +82,7 @@ func (p *Provider) sendFailure(ctx, actx context.Context, err error, retryAfter 
 		return &failure{err: err}
 	}
 	if te, ok := context.Cause(actx).(*timeoutError); ok {
-		return &failure{err: &llm.Error{Message: te.Error(), Code: CodeTimeout, Err: te}, reason: te.Error()}
+		return &failure{err: &llm.Error{Message: te.Error(), Code: CodeTimeout, Err: te}, reason: te.reason()}
 	}
 	host := requestHost(err)
 	var ne net.Error
@@ -90,17 +90,19 @@ func (p *Provider) sendFailure(ctx, actx context.Context, err error, retryAfter 
 		// With the provider's own client only connecting has a transport
 		// timeout; a custom client's could be anything.
 		msg := "the request to the DeepSeek API at " + host + " timed out (" + describe(err) + ")"
+		reason := "timed out (" + describe(err) + ")"
 		if p.ownClient && p.connectTimeout > 0 {
-			msg = (&timeoutError{what: stallConnect, after: p.connectTimeout, host: host}).Error()
+			te := &timeoutError{what: stallConnect, after: p.connectTimeout, host: host}
+			msg, reason = te.Error(), te.reason()
 		}
-		return &failure{err: &llm.Error{Message: msg, Code: CodeTimeout, Err: err}, reason: msg}
+		return &failure{err: &llm.Error{Message: msg, Code: CodeTimeout, Err: err}, reason: reason}
 	}
 	cause := describe(err)
 	le := &llm.Error{Message: "cannot reach the DeepSeek API at " + host + ": " + cause, Code: CodeNetwork, Err: err}
 	if !retryableNetwork(err) {
 		return &failure{err: le}
 	}
-	return &failure{err: le, reason: cause}
+	return &failure{err: le, reason: "unreachable (" + cause + ")"}
 }
 
 // readFailure classifies the failure of reading a 2xx response's stream.
@@ -118,7 +120,7 @@ func readFailure(ctx, actx context.Context, err error) *failure {
 	default:
 		if te, ok := context.Cause(actx).(*timeoutError); ok {
 			f.err = &llm.Error{Message: te.Error(), Code: CodeTimeout, Err: te}
-			f.reason = te.Error()
+			f.reason = te.reason()
 			break
 		}
 		cause := describe(err)

@@ -28,7 +28,9 @@ type Retry struct {
 	MaxAttempts int
 	// Delay is how long the provider waits before sending it.
 	Delay time.Duration
-	// Reason says what failed, e.g. "rate limited (HTTP 429)".
+	// Reason says what failed, worded to follow "DeepSeek API": "rate
+	// limited (HTTP 429)", "server error (HTTP 503)", "unreachable
+	// (connection refused)", "sent no response within 60s", ...
 	Reason string
 	// Status is the HTTP status of the failure, 0 for a network failure
 	// or a timeout.

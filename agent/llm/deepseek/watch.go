@@ -43,6 +43,17 @@ func (e *timeoutError) Error() string {
 	return "the DeepSeek API stream stalled: no data for " + formatDuration(e.after)
 }
 
+// reason is the timeout as a retry notice words it, after "DeepSeek API ".
+func (e *timeoutError) reason() string {
+	switch e.what {
+	case stallConnect:
+		return "connection timed out after " + formatDuration(e.after)
+	case stallHeaders:
+		return "sent no response within " + formatDuration(e.after)
+	}
+	return "stream stalled (no data for " + formatDuration(e.after) + ")"
+}
+
 // Timeout reports true, as net.Error timeouts do.
 func (e *timeoutError) Timeout() bool { return true }
 
