@@ -13,7 +13,11 @@ import (
 // session is idle it is a one-shot injection turn (turn/start trigger
 // "injection", context/message, turn/end completed).
 func (s *Session) Inject(source session.Source, text string) {
-	msg := session.Message{Content: []session.Block{session.TextBlock(text)}, Source: source}
+	s.inject(session.Message{Content: []session.Block{session.TextBlock(text)}, Source: source})
+}
+
+// inject is Inject for a whole message.
+func (s *Session) inject(msg session.Message) {
 	s.mu.Lock()
 	if s.inTurn {
 		s.injected = append(s.injected, msg)
@@ -28,21 +32,12 @@ func (s *Session) Inject(source session.Source, text string) {
 	s.turnMu.Lock()
 	defer s.turnMu.Unlock()
 	turn := session.LastTurn(s.log.Events()) + 1
-	s.log.Append(session.TypeTurnStart, session.TurnStart{Turn: turn, Trigger: session.Trigger{Kind: "injection", Source: source}})
+	s.log.Append(session.TypeTurnStart, session.TurnStart{Turn: turn, Trigger: session.Trigger{Kind: "injection", Source: msg.Source}})
 	s.log.Append(session.TypeContextMessage, msg)
 	s.log.Append(session.TypeTurnEnd, session.TurnEnd{Turn: turn, Reason: session.EndReason{Kind: session.EndCompleted}})
 	if err := s.log.Flush(context.Background()); err != nil {
 		s.rt.cfg.Log.Error().Err(err).Str("session", s.ID()).Msg("persist injection")
 	}
-}
-
-// drainInjected appends the context queued during the turn (a step
-// boundary).
-func (s *Session) drainInjected() {
-	s.mu.Lock()
-	q := s.takeInjected()
-	s.mu.Unlock()
-	s.appendInjected(q)
 }
 
 // takeInjected empties the injection queue; s.mu is held.

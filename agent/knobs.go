@@ -1,8 +1,6 @@
 package agent
 
 import (
-	"strings"
-
 	"github.com/dsh-acp/dsh-acp/approval"
 	"github.com/dsh-acp/dsh-acp/session"
 )
@@ -105,49 +103,6 @@ func (s *Session) SetKnob(id, value string) {
 	s.pending[id] = value
 	s.mu.Unlock()
 	s.recordPending(id, value)
-}
-
-// anchorKnobs appends held switches right after turn/start: sandbox mode
-// first, then approval policy, each only if it still differs.
-func (s *Session) anchorKnobs() {
-	for _, id := range []string{KnobSandboxMode, KnobApprovalPolicy} {
-		s.mu.Lock()
-		v, ok := s.pending[id]
-		delete(s.pending, id)
-		s.mu.Unlock()
-		if ok && v != s.folded(id) {
-			typ, data := knobEvent(id, v)
-			s.log.Append(typ, data)
-		}
-	}
-}
-
-// narrateApproval tells the model, before a step, that the approval policy
-// changed since it was last told (sandbox-approval-modes § 6, narrator).
-func (s *Session) narrateApproval() {
-	if s.rt.cfg.Approval == nil {
-		return
-	}
-	events := s.log.Events()
-	current := s.rt.cfg.Approval.Policy(events)
-	told := s.toldPolicy
-	if told == "" {
-		if h, ok := foldHeader(events); ok {
-			told = approval.PolicyAsk
-			if strings.Contains(h.System, approval.NeverSection) {
-				told = approval.PolicyNever
-			}
-		}
-	}
-	s.toldPolicy = current
-	if told == "" || told == current {
-		return
-	}
-	byUser := lastIndex(events, session.TypeApprovalPolicy) > max(lastIndex(events, session.TypeRequestHeader), lastIndex(events, session.TypeRequestHeaderDelta))
-	s.log.Append(session.TypeContextMessage, session.Message{
-		Content: []session.Block{session.TextBlock(approval.Narration(told, current, byUser))},
-		Source:  session.Source{Kind: "plugin", Plugin: "approval"},
-	})
 }
 
 func lastIndex(events []session.Event, typ string) int {

@@ -5,6 +5,8 @@ import (
 	"fmt"
 
 	"github.com/dsh-acp/dsh-acp/agent/llm"
+	"github.com/dsh-acp/dsh-acp/agent/pipeline"
+	"github.com/dsh-acp/dsh-acp/approval"
 	"github.com/dsh-acp/dsh-acp/capabilities"
 	"github.com/dsh-acp/dsh-acp/session"
 )
@@ -55,21 +57,30 @@ func (s *Session) Prompt(ctx context.Context, text string) session.EndReason {
 		cancel()
 	}()
 
-	s.noticeUndefinedMode()
-	s.flushMode()
-	s.anchorKnobs()
-	s.log.Append(session.TypeUserMessage, session.Message{Content: []session.Block{session.TextBlock(text)}, Source: session.UserSource})
-	s.persist(ctx)
+	prompt := pipeline.Prompt{Turn: turn, Content: []session.Block{session.TextBlock(text)}, Source: session.UserSource}
 	var reason session.EndReason
-	if c, args, ok := s.command(text); ok {
-		s.runCommand(turnCtx, c, args)
-		reason = session.EndReason{Kind: session.EndCompleted}
+	if d := s.pipe.SubmitPrompt(turnCtx, s, prompt); d.Block {
+		// The turn's only prompt is blocked: the turn is rejected.
+		if d.Reason == "" {
+			d.Reason = "blocked by the prompt-submit chain"
+		}
+		s.log.Append(session.TypePromptBlocked, promptBlocked{Content: prompt.Content, Source: prompt.Source, Reason: d.Reason})
+		reason = session.EndReason{Kind: session.EndRejected, Reason: d.Reason}
 	} else {
-		reason = s.runSteps(turnCtx, turn)
+		s.log.Append(session.TypeUserMessage, session.Message{Content: prompt.Content, Source: prompt.Source})
+		s.appendContext(d.Context)
+		s.persist(ctx)
+		if c, args, ok := s.command(text); ok {
+			s.runCommand(turnCtx, c, args)
+			reason = session.EndReason{Kind: session.EndCompleted}
+		} else {
+			reason = s.runSteps(turnCtx, turn)
+		}
 	}
 	s.mu.Lock()
 	s.inTurn = false // an injection now waits for turnMu and opens its own turn
 	late := s.takeInjected()
+	s.steering = nil
 	s.mu.Unlock()
 	s.appendInjected(late)
 	s.log.Append(session.TypeTurnEnd, session.TurnEnd{Turn: turn, Reason: reason})
@@ -77,6 +88,28 @@ func (s *Session) Prompt(ctx context.Context, text string) session.EndReason {
 		s.rt.cfg.Log.Error().Err(err).Str("session", s.ID()).Msg("persist session log")
 	}
 	return reason
+}
+
+// promptBlocked is the data of prompt/blocked.
+type promptBlocked struct {
+	Content []session.Block `json:"content"`
+	Source  session.Source  `json:"source"`
+	Reason  string          `json:"reason"`
+}
+
+// steeringMessage is the data of steering/message.
+type steeringMessage struct {
+	Turn    int             `json:"turn"`
+	Content []session.Block `json:"content"`
+	Source  session.Source  `json:"source"`
+}
+
+// appendContext appends additional context as one context/message.
+func (s *Session) appendContext(c *pipeline.Context) {
+	if c == nil || len(c.Content) == 0 {
+		return
+	}
+	s.log.Append(session.TypeContextMessage, session.Message{Content: c.Content, Source: c.Source})
 }
 
 // persist hands the log to the store without waiting for the disk. Besides
@@ -119,8 +152,13 @@ func (s *Session) runSteps(ctx context.Context, turn int) session.EndReason {
 				"stopped after %d model calls in one turn (the step limit): the model kept calling tools. "+
 					"Send another prompt to let it go on, or raise maxSteps in the configuration.", max)}
 		}
-		s.drainInjected()
-		s.narrateApproval()
+		for _, st := range s.steering {
+			s.log.Append(session.TypeSteeringMessage, steeringMessage{Turn: turn, Content: st.Content, Source: st.Source})
+		}
+		s.steering = nil
+		for _, n := range s.pipe.PrepareStep(ctx, s, pipeline.Step{Turn: turn, Step: step}) {
+			s.appendContext(&n)
+		}
 		hdr := s.header()
 		events := s.log.Events()
 		msgs, seqs := deriveHistory(events)
@@ -149,7 +187,7 @@ func (s *Session) runSteps(ctx context.Context, turn int) session.EndReason {
 		}
 		if err != nil || ctx.Err() != nil {
 			s.log.Append(session.TypeStepEnd, ref)
-			s.flushMode()
+			s.pipe.DecideContinuation(ctx, s, pipeline.StepEnd{Turn: turn, Step: step, Final: true})
 			if ctx.Err() != nil {
 				return s.abortEnd(ctx)
 			}
@@ -182,27 +220,44 @@ func (s *Session) runSteps(ctx context.Context, turn int) session.EndReason {
 		}
 
 		calls := 0
+		var contexts []*pipeline.Context
 		for _, b := range content {
 			if b.Type != session.BlockToolCall {
 				continue
 			}
 			calls++
 			callEv := s.log.Append(session.TypeToolCall, session.ToolCall{Turn: turn, Step: step, CallID: b.ID, Name: b.Name, Arguments: b.Arguments})
-			out := s.execute(ctx, b)
+			out, extra := s.execute(ctx, pipeline.Call{Turn: turn, Step: step, CallID: b.ID, Name: b.Name, Arguments: b.Arguments,
+				Args: capabilities.ParseArgs(b.Arguments)})
 			s.log.Append(session.TypeToolResult, session.ToolResult{
 				Turn: turn, Step: step, CallID: b.ID, Content: out.Content, IsError: out.IsError, Error: out.Error, Meta: out.Meta,
 			}, session.WithSourceSeqs([]int{callEv.Seq}))
+			contexts = append(contexts, extra)
 			s.persist(ctx)
 			if ctx.Err() != nil {
 				break
 			}
 		}
+		for _, c := range contexts {
+			s.appendContext(c)
+		}
 		s.log.Append(session.TypeStepEnd, ref)
-		s.flushMode()
-		if ctx.Err() != nil {
+		final := ctx.Err() != nil
+		d := s.pipe.DecideContinuation(ctx, s, pipeline.StepEnd{Turn: turn, Step: step, ToolCalls: calls, Continue: calls > 0, Final: final})
+		if final || ctx.Err() != nil {
 			return s.abortEnd(ctx)
 		}
-		if calls == 0 {
+		more := calls > 0
+		switch d.Verdict {
+		case pipeline.ContinueForce:
+			more = true
+			if d.Steering != nil && len(d.Steering.Content) > 0 {
+				s.steering = append(s.steering, *d.Steering)
+			}
+		case pipeline.ContinueStop:
+			more = false
+		}
+		if !more {
 			break
 		}
 	}
@@ -212,12 +267,54 @@ func (s *Session) runSteps(ctx context.Context, turn int) session.EndReason {
 	return session.EndReason{Kind: session.EndCompleted}
 }
 
-// execute runs one tool call through the gates and the registry.
-func (s *Session) execute(ctx context.Context, b session.Block) capabilities.Outcome {
-	if ok, why := s.allowed(b.Name); !ok {
-		return capabilities.Outcome{Content: []session.Block{session.TextBlock("Error: " + why)}, IsError: true}
+// execute runs one tool call through the pre-execute chain, the tool (or
+// the approval path) and the post-execute chain. It returns the outcome to
+// record and the context the post-execute chain added.
+func (s *Session) execute(ctx context.Context, c pipeline.Call) (capabilities.Outcome, *pipeline.Context) {
+	var out capabilities.Outcome
+	switch d := s.pipe.CheckTool(ctx, s, c); d.Verdict {
+	case pipeline.ToolDeny:
+		out = errorText(d.Reason)
+	case pipeline.ToolAsk:
+		out = s.askTool(ctx, c, d.Reason)
+	default:
+		out = s.tools.Execute(ctx, s, c.CallID, c.Name, c.Arguments)
 	}
-	return s.tools.Execute(ctx, s, b.ID, b.Name, b.Arguments)
+	r := s.pipe.ReviewResult(ctx, s, c, pipeline.Result{Content: out.Content, IsError: out.IsError, Error: out.Error})
+	if r.Block {
+		out = capabilities.Outcome{Content: []session.Block{session.TextBlock(r.Feedback)}, IsError: true}
+	}
+	return out, r.Context
+}
+
+// askTool is the approval path of a call a pre-execute member sent to ask:
+// without an approval service the call is denied; otherwise it runs only
+// when the user allows it.
+func (s *Session) askTool(ctx context.Context, c pipeline.Call, reason string) capabilities.Outcome {
+	if s.rt.cfg.Approval == nil {
+		if reason == "" {
+			reason = fmt.Sprintf("tool %q requires approval (not yet supported)", c.Name)
+		}
+		return errorText(reason)
+	}
+	o, err := s.rt.cfg.Approval.Request(ctx, s.log, approval.Request{ToolName: c.Name, CallID: c.CallID, Reason: reason})
+	if err != nil {
+		return errorText(err.Error())
+	}
+	switch o {
+	case approval.AllowedOnce, approval.AllowedAlways:
+		return s.tools.Execute(ctx, s, c.CallID, c.Name, c.Arguments)
+	case approval.Rejected:
+		return errorText(fmt.Sprintf("the user rejected running tool %q", c.Name))
+	case approval.Cancelled:
+		return errorText(fmt.Sprintf("approval for tool %q was cancelled", c.Name))
+	}
+	return errorText(fmt.Sprintf("tool %q requires approval, but no approval channel is available", c.Name))
+}
+
+// errorText is a plain denial result: "Error: <text>", no error field.
+func errorText(text string) capabilities.Outcome {
+	return capabilities.Outcome{Content: []session.Block{session.TextBlock("Error: " + text)}, IsError: true}
 }
 
 // stream runs one model call, appending one assistant/chunk per chunk.

@@ -40,8 +40,9 @@ func (s *Session) Modes() ([]string, bool) {
 	return ids, true
 }
 
-func (s *Session) modeDef(id string) (ModeDef, bool) {
-	for _, m := range s.rt.cfg.Modes {
+// modeDef returns the configured mode named id.
+func (r *Runtime) modeDef(id string) (ModeDef, bool) {
+	for _, m := range r.cfg.Modes {
 		if m.ID == id {
 			return m, true
 		}
@@ -68,7 +69,7 @@ func foldMode(events []session.Event) string {
 // reads as default.
 func (s *Session) LoggedMode() string {
 	m := foldMode(s.log.Events())
-	if _, ok := s.modeDef(m); !ok {
+	if _, ok := s.rt.modeDef(m); !ok {
 		return DefaultMode
 	}
 	return m
@@ -111,66 +112,9 @@ func (s *Session) SetMode(id string) error {
 	return nil
 }
 
-// flushMode appends a pending mode switch and, when the model has already
-// seen a request in another mode, a notice telling it.
-func (s *Session) flushMode() {
-	s.mu.Lock()
-	p := s.pendingMode
-	s.pendingMode = ""
-	s.mu.Unlock()
-	events := s.log.Events()
-	if p == "" || p == foldMode(events) {
-		return
-	}
-	s.log.Append(session.TypeModeSet, struct {
-		Mode string `json:"mode"`
-	}{p})
-	hi := max(lastIndex(events, session.TypeRequestHeader), lastIndex(events, session.TypeRequestHeaderDelta))
-	if hi < 0 || foldMode(events[:hi+1]) == p {
-		return
-	}
-	text := "The user switched this session to " + p + " mode."
-	if p == DefaultMode {
-		text = "The user switched this session back to the default mode."
-	}
-	s.log.Append(session.TypeContextMessage, session.Message{Content: []session.Block{session.TextBlock(text)},
-		Source: session.Source{Kind: "plugin", Plugin: "mode"}})
-}
-
-// noticeUndefinedMode tells the model once per session and mode that its
-// logged mode no longer exists.
-func (s *Session) noticeUndefinedMode() {
-	if s.rt.cfg.Modes == nil {
-		return // no mode service: modes mean nothing here
-	}
-	m := foldMode(s.log.Events())
-	if m == DefaultMode {
-		return
-	}
-	if _, ok := s.modeDef(m); ok {
-		return
-	}
-	if s.undefinedNoticed == nil {
-		s.undefinedNoticed = map[string]bool{}
-	}
-	if s.undefinedNoticed[m] {
-		return
-	}
-	s.undefinedNoticed[m] = true
-	s.log.Append(session.TypeContextMessage, session.Message{Content: []session.Block{session.TextBlock(
-		fmt.Sprintf("Mode %q is no longer defined in this deployment's configuration; the session continues in the default mode.", m))},
-		Source: session.Source{Kind: "plugin", Plugin: "mode"}})
-}
-
-// allowed reports whether the logged mode permits tool name, and the
-// denial text when it does not.
-func (s *Session) allowed(name string) (bool, string) {
-	return s.allowedIn(s.LoggedMode(), name)
-}
-
 // allowedIn reports whether mode m permits tool name.
-func (s *Session) allowedIn(m, name string) (bool, string) {
-	def, ok := s.modeDef(m)
+func (r *Runtime) allowedIn(m, name string) (bool, string) {
+	def, ok := r.modeDef(m)
 	if !ok {
 		return true, ""
 	}
@@ -186,11 +130,11 @@ func (s *Session) allowedIn(m, name string) (bool, string) {
 }
 
 // offeredIn reports whether tool name is on the wire in mode m.
-func (s *Session) offeredIn(m, name string) bool {
+func (r *Runtime) offeredIn(m, name string) bool {
 	if name == "exit_plan_mode" {
 		return m == "plan"
 	}
-	ok, _ := s.allowedIn(m, name)
+	ok, _ := r.allowedIn(m, name)
 	return ok
 }
 
@@ -199,6 +143,6 @@ func (s *Session) modeSection() (Section, bool) {
 	if s.rt.cfg.Modes == nil {
 		return Section{}, false
 	}
-	def, _ := s.modeDef(s.LoggedMode())
+	def, _ := s.rt.modeDef(s.LoggedMode())
 	return Section{Name: "mode:policy", Order: 50, Text: def.Policy}, true
 }

@@ -16,6 +16,13 @@ import (
 // knobRuntime is a runtime over a real JSONL store in dir with the
 // sandbox and approval knobs and plan mode composed.
 func knobRuntime(t *testing.T, dir string, durable bool, p llm.Provider) *Runtime {
+	rt, _ := knobRuntimeStore(t, dir, durable, p)
+	return rt
+}
+
+// knobRuntimeStore is knobRuntime that also returns its store (closing it
+// is what a process death does to the store's session locks).
+func knobRuntimeStore(t *testing.T, dir string, durable bool, p llm.Provider) (*Runtime, *jsonl.Store) {
 	t.Helper()
 	st, err := jsonl.Open(dir)
 	require.NoError(t, err)
@@ -25,13 +32,13 @@ func knobRuntime(t *testing.T, dir string, durable bool, p llm.Provider) *Runtim
 		Model: "m", Provider: p, Store: st, Clock: func() int64 { now++; return now }, NewID: func() string { return "s-knobs" },
 		Log: zerolog.Nop(), SandboxDefault: "workspace-write", Approval: approval.NewService("ask", func() string { return "a" }),
 		Modes: []ModeDef{PlanMode()}, DurableKnobs: durable,
-	})
+	}), st
 }
 
 func TestAnAcknowledgedKnobSurvivesACrash(t *testing.T) {
 	dir := t.TempDir()
 	p := &scripted{calls: [][]llm.Chunk{{text(0, "ok"), finish(llm.FinishStop)}}}
-	rt := knobRuntime(t, dir, true, p)
+	rt, st := knobRuntimeStore(t, dir, true, p)
 	s, err := rt.NewSession(context.Background(), "/w")
 	require.NoError(t, err)
 	s.SetKnob(KnobSandboxMode, "danger-full-access")
@@ -40,7 +47,8 @@ func TestAnAcknowledgedKnobSurvivesACrash(t *testing.T) {
 	s.SetKnob(KnobApprovalPolicy, "never")
 	require.NoError(t, s.SetMode("plan"))
 	// The process dies here: no Close, no further flush. A new process
-	// loads the session from disk.
+	// loads the session from disk (the dead process's locks are gone).
+	require.NoError(t, st.Close())
 	rt2 := knobRuntime(t, dir, true, p)
 	s2, err := rt2.ResumeSession(context.Background(), "s-knobs")
 	require.NoError(t, err)

@@ -11,6 +11,7 @@ import (
 	"github.com/rs/zerolog"
 
 	"github.com/dsh-acp/dsh-acp/agent/llm"
+	"github.com/dsh-acp/dsh-acp/agent/pipeline"
 	"github.com/dsh-acp/dsh-acp/approval"
 	"github.com/dsh-acp/dsh-acp/capabilities"
 	"github.com/dsh-acp/dsh-acp/session"
@@ -56,6 +57,12 @@ type Config struct {
 	// DefaultMaxSteps. A turn that reaches it ends with an error
 	// (CodeStepLimit) instead of calling the model again.
 	MaxSteps int
+	// Members returns the composition's turn-pipeline members for a
+	// session (hook bridges, the repeat guard), in registration order.
+	// They stand behind the runtime's own members (mode service, knob
+	// anchoring, background-task notices, approval narrator); see
+	// package pipeline.
+	Members func(s pipeline.Session) []any
 }
 
 // DefaultMaxSteps is the step cap of a turn when Config.MaxSteps is zero.
@@ -103,7 +110,7 @@ func NewRuntime(cfg Config) *Runtime {
 // user's first prompt does not pay for cold caches.
 func (r *Runtime) prewarm() {
 	log := session.NewLog(session.Header{ID: "prewarm", Cwd: "/"}, func() int64 { return 0 }, nil)
-	s := r.open(log)
+	s := r.open(log, false)
 	log.Append(session.TypeTurnStart, session.TurnStart{Turn: 1, Trigger: session.Trigger{Kind: "message", Source: session.UserSource}})
 	log.Append(session.TypeUserMessage, session.Message{Content: []session.Block{session.TextBlock("warm")}, Source: session.UserSource})
 	log.Append(session.TypeStepStart, session.StepRef{Turn: 1, Step: 1})
@@ -122,7 +129,9 @@ func (r *Runtime) prewarm() {
 // with its first event.
 func (r *Runtime) NewSession(_ context.Context, cwd string) (*Session, error) {
 	h := session.Header{ID: r.cfg.NewID(), CreatedAt: r.cfg.Clock(), Cwd: cwd}
-	return r.open(session.NewLog(h, r.cfg.Clock, r.cfg.Store)), nil
+	s := r.open(session.NewLog(h, r.cfg.Clock, r.cfg.Store), true)
+	s.start("startup")
+	return s, nil
 }
 
 // LookupSession returns a stored session's header.
@@ -174,7 +183,9 @@ func (r *Runtime) ResumeSession(ctx context.Context, id string) (*Session, error
 	if err != nil {
 		return nil, err
 	}
-	return r.open(session.ResumeLog(h, events, r.cfg.Clock, r.cfg.Store)), nil
+	s := r.open(session.ResumeLog(h, events, r.cfg.Clock, r.cfg.Store), true)
+	s.start("resume")
+	return s, nil
 }
 
 // warmer is a provider that can open its connection ahead of use.
@@ -182,10 +193,22 @@ type warmer interface {
 	Warm(ctx context.Context)
 }
 
-func (r *Runtime) open(log *session.Log) *Session {
+// open makes a live session over log; composed members join its pipeline
+// unless the session is the throwaway prewarm one.
+func (r *Runtime) open(log *session.Log, composed bool) *Session {
 	s := &Session{rt: r, log: log}
 	s.tools = r.cfg.Tools(s)
 	s.restorePending(log.Events())
+	members := s.builtinMembers()
+	if composed && r.cfg.Members != nil {
+		members = append(members, r.cfg.Members(s)...)
+	}
+	p, err := pipeline.New(r.cfg.Log, members...)
+	if err != nil {
+		r.cfg.Log.Error().Err(err).Str("session", s.ID()).Msg("turn pipeline: the composition's members are left out")
+		p, _ = pipeline.New(r.cfg.Log, s.builtinMembers()...)
+	}
+	s.pipe = p
 	return s
 }
 
@@ -206,12 +229,14 @@ type Session struct {
 	disposed    bool
 	headerSent  bool              // this loop instance has logged its first header
 	pending     map[string]string // held knob switches, anchored at the next turn
-	toldPolicy  string            // the approval policy the model was last told
 	pendingMode string            // a mode switch waiting for the next flush point
 	inTurn      bool              // a prompt's turn is open (guards Inject)
 	injected    []session.Message // context injected during the turn, appended at the next step boundary
 
-	undefinedNoticed map[string]bool // undefined modes already announced
+	pipe     *pipeline.Pipeline // the turn pipeline: built-in members, then the composition's
+	steering []pipeline.Context // forced-continuation reasons, appended before the next step
+	bgStop   context.CancelFunc // stops detached session-start work
+	bg       sync.WaitGroup     // detached session-start work in flight
 }
 
 // ID returns the session id.
@@ -245,6 +270,9 @@ func (s *Session) Interrupt() {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.disposed = true
+	if s.bgStop != nil {
+		s.bgStop()
+	}
 	if s.cancel != nil && s.abortReason == "" {
 		s.abortReason = "disposed"
 		s.cancel()
@@ -252,12 +280,13 @@ func (s *Session) Interrupt() {
 }
 
 // Close disposes the session: a running turn ends "disposed"; the log is
-// flushed.
+// flushed and the store's hold on the session released.
 func (s *Session) Close(ctx context.Context) error {
 	s.Interrupt()
+	s.bg.Wait()
 	s.turnMu.Lock()
 	defer s.turnMu.Unlock()
-	return errors.Join(s.tools.Close(ctx), s.log.Flush(ctx))
+	return errors.Join(s.tools.Close(ctx), s.log.Close(ctx))
 }
 
 // system renders the session's system prompt.
@@ -282,7 +311,7 @@ func (s *Session) header() Header {
 	h := Header{Config: llm.Config{Model: s.rt.cfg.Model}, System: s.system()}
 	mode := s.LoggedMode()
 	for _, t := range s.tools.Tools() { // already in wire order
-		if !s.offeredIn(mode, t.Name()) {
+		if !s.rt.offeredIn(mode, t.Name()) {
 			continue
 		}
 		params, _ := t.Schema().MarshalJSON()
