@@ -51,16 +51,49 @@ func (b *Bwrap) Probe(ctx context.Context) (Enforcement, error) {
 	return EnforcementFull, nil
 }
 
+// bwrapHardening isolates the command beyond file access: a PID namespace
+// with its own /proc (the agent and every other host process are invisible,
+// and everything the command leaves behind dies with it), a new session (no
+// terminal to inject input into) and no capabilities, so that root inside
+// cannot remount, mount or unshare its way out.
+var bwrapHardening = [...]string{"--unshare-pid", "--new-session", "--cap-drop", "ALL"}
+
 // Wrap returns `bwrap --ro-bind / / --dev /dev --proc /proc
-// --die-with-parent` [+ `--tmpfs /tmp --bind <root> <root>` for
-// workspace-write] `--` argv.
+// --die-with-parent --unshare-pid --new-session --cap-drop ALL`, then the
+// /tmp and workspace mounts, then `--` argv. Without a TmpDir,
+// workspace-write adds `--tmpfs /tmp --bind <root> <root>` (a fresh /tmp per
+// command); with one, /tmp is `--bind <TmpDir> /tmp` (remounted read-only
+// under read-only), the root is bound again when it lies beneath /tmp, and
+// `--setenv TMPDIR /tmp` is added.
 func (b *Bwrap) Wrap(policy Policy, argv []string) []string {
-	out := bwrapBase(b.path())
-	if policy.Mode == WorkspaceWrite {
-		out = append(out, "--tmpfs", "/tmp", "--bind", policy.WorkspaceRoot, policy.WorkspaceRoot)
+	out := append(bwrapBase(b.path()), bwrapHardening[:]...)
+	ww := policy.Mode == WorkspaceWrite
+	root := policy.WorkspaceRoot
+	switch {
+	case policy.TmpDir == "":
+		if ww {
+			out = append(out, "--tmpfs", "/tmp", "--bind", root, root)
+		}
+	case ww:
+		out = append(out, "--bind", policy.TmpDir, "/tmp", "--bind", root, root)
+	default:
+		out = append(out, "--bind", policy.TmpDir, "/tmp")
+		if root != "" && beneath(root, "/tmp") {
+			out = append(out, "--ro-bind", root, root)
+		}
+		out = append(out, "--remount-ro", "/tmp")
+	}
+	if policy.TmpDir != "" {
+		out = append(out, "--setenv", "TMPDIR", "/tmp")
 	}
 	out = append(out, "--")
 	return append(out, argv...)
+}
+
+// beneath reports whether the clean absolute path p is dir or lies below
+// it.
+func beneath(p, dir string) bool {
+	return p == dir || strings.HasPrefix(p, dir+"/")
 }
 
 // Classify classifies in the bwrap dialect: runner failure on `bwrap: `,

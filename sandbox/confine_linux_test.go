@@ -13,6 +13,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 )
@@ -30,6 +31,9 @@ type backendCase struct {
 	// tmpPrivate: under workspace-write /tmp is a private tmpfs (bwrap)
 	// rather than the host's /tmp (landlock).
 	tmpPrivate bool
+	// namespaces: the command runs in its own PID namespace (bwrap, and
+	// the Landlock helper where the host allows it).
+	namespaces func(b Backend) bool
 }
 
 func testLauncher(t testing.TB) []string {
@@ -42,25 +46,30 @@ func testLauncher(t testing.TB) []string {
 }
 
 var realBackends = []backendCase{
-	{name: "bwrap", new: func(testing.TB) Backend { return &Bwrap{} }, tmpPrivate: true},
-	{name: "landlock", new: func(t testing.TB) Backend { return &Landlock{Launcher: testLauncher(t)} }},
+	{name: "bwrap", new: func(testing.TB) Backend { return &Bwrap{} }, tmpPrivate: true,
+		namespaces: func(Backend) bool { return true }},
+	{name: "landlock", new: func(t testing.TB) Backend { return &Landlock{Launcher: testLauncher(t)} },
+		namespaces: func(b Backend) bool { return b.(*Landlock).Namespaces() }},
+	{name: "landlock-subreaper", new: func(t testing.TB) Backend { return &Landlock{Launcher: testLauncher(t), NoNamespaces: true} },
+		namespaces: func(Backend) bool { return false }},
 }
 
-var probeCache sync.Map // backend name → probeResult
+var probeCache sync.Map // Backend → probeResult
 
 type probeResult struct {
 	enf Enforcement
 	err error
 }
 
-// requireBackend probes b once per test binary. When it is unusable the
-// test skips loudly with the probe's error, or fails if requireEnv lists it.
+// requireBackend probes b (once per backend value). When it is unusable
+// the test skips loudly with the probe's error, or fails if requireEnv
+// lists it.
 func requireBackend(t testing.TB, b Backend) Enforcement {
 	t.Helper()
-	r, ok := probeCache.Load(b.Name())
+	r, ok := probeCache.Load(b)
 	if !ok {
 		enf, err := b.Probe(context.Background())
-		r, _ = probeCache.LoadOrStore(b.Name(), probeResult{enf, err})
+		r, _ = probeCache.LoadOrStore(b, probeResult{enf, err})
 	}
 	res := r.(probeResult)
 	if res.err != nil {
@@ -98,13 +107,28 @@ type runResult struct {
 	stdout, stderr string
 }
 
-// run spawns argv in dir and waits for it and for every process holding
-// its output pipes (so a backgrounded child is waited for too).
-func run(t *testing.T, argv []string, dir string) runResult {
+// spawn is a confined argv and the setup its command needs.
+type spawn struct {
+	argv  []string
+	setup func(*exec.Cmd)
+}
+
+// plain is an argv spawned as is.
+func plain(argv []string) spawn { return spawn{argv: argv} }
+
+// run spawns s in dir, as the bash tool does, and waits for it and for
+// every process holding its output pipes (so a backgrounded child is
+// waited for too).
+func run(t *testing.T, s spawn, dir string) runResult {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
+	argv := s.argv
 	cmd := exec.CommandContext(ctx, argv[0], argv[1:]...)
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true, Pdeathsig: syscall.SIGKILL}
+	if s.setup != nil {
+		s.setup(cmd)
+	}
 	cmd.Dir = dir
 	var stdout, stderr bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr
@@ -114,6 +138,19 @@ func run(t *testing.T, argv []string, dir string) runResult {
 		t.Fatalf("run %q: %v", argv, err)
 	}
 	return runResult{code: cmd.ProcessState.ExitCode(), stdout: stdout.String(), stderr: stderr.String()}
+}
+
+// markerPids lists the host processes whose argv[0] is marker.
+func markerPids(marker string) []string {
+	var out []string
+	ents, _ := os.ReadDir("/proc")
+	for _, e := range ents {
+		b, err := os.ReadFile(filepath.Join("/proc", e.Name(), "cmdline"))
+		if err == nil && strings.HasPrefix(string(b), marker+"\x00") {
+			out = append(out, e.Name())
+		}
+	}
+	return out
 }
 
 func exists(p string) bool {
@@ -146,18 +183,24 @@ func newEscapeFixture(t *testing.T) escapeFixture {
 }
 
 // confine wraps `bash -c script` for backend b under mode with root.
-func confine(t *testing.T, b Backend, mode Mode, root, script string) []string {
+func confine(t *testing.T, b Backend, mode Mode, root, script string) spawn {
+	t.Helper()
+	return confinePolicy(t, b, Policy{Mode: mode, WorkspaceRoot: root}, script)
+}
+
+// confinePolicy wraps `bash -c script` for backend b under policy.
+func confinePolicy(t *testing.T, b Backend, policy Policy, script string) spawn {
 	t.Helper()
 	enf := requireBackend(t, b)
 	p := NewProvider(b)
-	c, err := p.Confine(context.Background(), []string{"bash", "-c", script}, Policy{Mode: mode, WorkspaceRoot: root})
+	c, err := p.Confine(context.Background(), []string{"bash", "-c", script}, policy)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if c.Backend != b || c.Enforcement != enf || c.Mode != mode {
+	if c.Backend != b || c.Enforcement != enf || c.Mode != policy.Mode {
 		t.Fatalf("confined = %+v", c)
 	}
-	return c.Argv
+	return spawn{argv: c.Argv, setup: c.Setup}
 }
 
 // expectDenied asserts a failed run that the backend classifies as a
@@ -219,22 +262,22 @@ func testEscapes(t *testing.T, bc backendCase, b Backend, mode Mode) {
 			t.Fatal("file moved out of the root")
 		}
 	})
-	t.Run("background child writes after the parent exits", func(t *testing.T) {
+	t.Run("a background child dies with its command", func(t *testing.T) {
 		f := newEscapeFixture(t)
-		target := filepath.Join(f.outside, "late")
-		// run waits until the child closes the inherited stderr pipe.
-		r := run(t, confine(t, b, mode, f.root, "(sleep 0.2; echo x > "+target+") & exit 0"), f.root)
+		marker := fmt.Sprintf("dsh-sandbox-orphan-%d-%d", os.Getpid(), time.Now().UnixNano())
+		// run waits until the child closes the inherited output pipes: it
+		// returns early only because the child is killed when the command
+		// exits (its namespace, or its supervising helper).
+		start := time.Now()
+		r := run(t, confine(t, b, mode, f.root, "(exec -a "+marker+" sleep 30) & (setsid bash -c 'exec -a "+marker+" sleep 30' &) ; exit 0"), f.root)
 		if r.code != 0 {
 			t.Fatalf("parent: exit %d, stderr %q", r.code, r.stderr)
 		}
-		time.Sleep(300 * time.Millisecond)
-		if exists(target) {
-			t.Fatal("backgrounded child escaped after the parent exited")
+		if d := time.Since(start); d > 20*time.Second {
+			t.Fatalf("the command's children held its pipes for %v", d)
 		}
-		// The parent exited 0, so § 3 does not classify the run; the
-		// child's stderr still carries the backend's denial dialect.
-		if v := b.Classify(1, r.stderr); !v.Denied {
-			t.Fatalf("child stderr %q is not a denial", r.stderr)
+		if pids := markerPids(marker); len(pids) > 0 {
+			t.Fatalf("children outlived their command: %v", pids)
 		}
 	})
 	t.Run("reading is allowed", func(t *testing.T) {
@@ -296,21 +339,26 @@ func TestRunnerFailures(t *testing.T) {
 		b := &Bwrap{}
 		requireBackend(t, b)
 		// A workspace root that does not exist makes bwrap itself fail.
-		r := run(t, b.Wrap(Policy{Mode: WorkspaceWrite, WorkspaceRoot: missingRoot}, []string{"true"}), "/")
+		r := run(t, plain(b.Wrap(Policy{Mode: WorkspaceWrite, WorkspaceRoot: missingRoot}, []string{"true"})), "/")
 		expectRunnerFailure(t, b, r, 1)
 		// So does a flag it does not know.
 		argv := slices.Insert(b.Wrap(Policy{Mode: ReadOnly}, []string{"true"}), 1, "--no-such-flag")
-		expectRunnerFailure(t, b, run(t, argv, "/"), 1)
+		expectRunnerFailure(t, b, run(t, plain(argv), "/"), 1)
 	})
 	t.Run("landlock", func(t *testing.T) {
 		b := &Landlock{Launcher: testLauncher(t)}
 		requireBackend(t, b)
-		r := run(t, b.Wrap(Policy{Mode: ReadOnly}, []string{"no-such-command-dsh"}), "/")
-		expectRunnerFailure(t, b, r, HelperExitCode)
-		r = run(t, b.Wrap(Policy{Mode: WorkspaceWrite, WorkspaceRoot: missingRoot}, []string{"true"}), "/")
-		expectRunnerFailure(t, b, r, HelperExitCode)
-		r = run(t, append(slices.Clone(b.Launcher), "--bogus"), "/")
-		expectRunnerFailure(t, b, r, HelperExitCode)
+		setup := b.Prepare(Policy{})
+		for _, s := range []func(*exec.Cmd){nil, setup} {
+			r := run(t, spawn{b.Wrap(Policy{Mode: ReadOnly}, []string{"no-such-command-dsh"}), s}, "/")
+			expectRunnerFailure(t, b, r, HelperExitCode)
+			r = run(t, spawn{b.Wrap(Policy{Mode: WorkspaceWrite, WorkspaceRoot: missingRoot}, []string{"true"}), s}, "/")
+			expectRunnerFailure(t, b, r, HelperExitCode)
+			r = run(t, spawn{append(slices.Clone(b.Launcher), "--bogus"), s}, "/")
+			expectRunnerFailure(t, b, r, HelperExitCode)
+			r = run(t, spawn{b.Wrap(Policy{Mode: ReadOnly, TmpDir: missingRoot}, []string{"true"}), s}, "/")
+			expectRunnerFailure(t, b, r, HelperExitCode)
+		}
 	})
 }
 
@@ -351,5 +399,5 @@ func TestDefaultChain(t *testing.T) {
 		t.Fatalf("selected %s, want %s", c.Backend.Name(), want)
 	}
 	t.Logf("selected backend %s (%s enforcement)", c.Backend.Name(), c.Enforcement)
-	expectOK(t, c.Backend, run(t, c.Argv, "/"))
+	expectOK(t, c.Backend, run(t, spawn{c.Argv, c.Setup}, "/"))
 }

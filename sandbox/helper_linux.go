@@ -8,10 +8,15 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"runtime"
+	"slices"
+	"strconv"
+	"strings"
 	"syscall"
 
 	"github.com/landlock-lsm/go-landlock/landlock"
 	llsys "github.com/landlock-lsm/go-landlock/landlock/syscall"
+	"golang.org/x/sys/unix"
 )
 
 // fullABI is the first Landlock ABI that handles every file-write right the
@@ -23,27 +28,73 @@ const fullABI = 3
 // after [HelperArg]. With `--probe` it restricts itself to the read-only
 // policy, checks that a write is really denied, prints `landlock: fully
 // enforced` or `landlock: partially enforced (older ABI)` and returns 0.
+// With `--probe-ns` (started by the agent in fresh namespaces) it checks
+// that it is their init and can mount, and prints `landlock: namespaces`.
+//
 // Otherwise it applies `--ro P` (read and execute beneath P) and `--rw P`
-// (read and write beneath P, or to the file P) with Landlock (which also
-// sets no_new_privs), then execs `argv` and does not return. On its own
-// failure it prints `landlock-run: <reason>` to stderr and returns 125.
+// (read and write beneath P, or to the file P; never device nodes) with
+// Landlock, which also sets no_new_privs, drops every capability a root
+// command would inherit, and runs argv as its child until it ends:
+//
+//   - as the init of fresh PID and mount namespaces (started through
+//     [Confined.Setup]), it mounts a private /proc and binds `--tmp DIR` at
+//     /tmp; the command gets its own process group, SIGTERM, SIGINT and
+//     SIGHUP are forwarded to it, and when it exits the kernel kills
+//     whatever is left in the namespace;
+//   - otherwise it is a child subreaper: the command shares its process
+//     group (the agent's signals reach both), `--tmp DIR` replaces /tmp in
+//     the writable set with TMPDIR=DIR, and when the command exits, every
+//     remaining descendant is killed. On SIGTERM, SIGINT or SIGHUP the
+//     descendants that left the group are killed at once.
+//
+// It returns the command's exit status, or 128+n when a signal n ended the
+// command (where it can, the helper outside a namespace re-raises that
+// signal on itself instead). On its own failure it prints `landlock-run:
+// <reason>` to stderr and returns 125.
 func RunLandlockHelper(args []string) int {
 	h, err := parseHelperArgs(args)
 	if err != nil {
 		return helperFail(err)
 	}
-	if h.probe {
+	isInit := os.Getenv(initEnv) == "1" && os.Getpid() == 1
+	_ = os.Unsetenv(initEnv)
+	switch {
+	case h.probeNS && !isInit:
+		return helperFail(errors.New("--probe-ns must run as the init of fresh namespaces"))
+	case h.probeNS:
+		return runProbeNS()
+	case h.probe:
 		return runProbe()
 	}
+	if h.tmp != "" {
+		if st, err := os.Stat(h.tmp); err != nil {
+			return helperFail(fmt.Errorf("--tmp: %w", err))
+		} else if !st.IsDir() {
+			return helperFail(fmt.Errorf("--tmp: %s is not a directory", h.tmp))
+		}
+	}
+	// Capability sets and the parent-death signal belong to a thread: the
+	// command is forked from this one, so it is the one to set up.
+	runtime.LockOSThread()
+	if isInit {
+		err = enterNamespaces(&h)
+	} else {
+		err = prepareSupervised(&h)
+	}
+	if err != nil {
+		return helperFail(err)
+	}
 	if _, err := restrict(h.ro, h.rw); err != nil {
+		return helperFail(err)
+	}
+	if err := dropCapabilities(); err != nil {
 		return helperFail(err)
 	}
 	path, err := exec.LookPath(h.argv[0])
 	if err != nil {
 		return helperFail(err) // already reads `exec: "name": …`
 	}
-	err = syscall.Exec(path, h.argv, os.Environ())
-	return helperFail(fmt.Errorf("exec %s: %w", h.argv[0], err))
+	return supervise(path, h.argv, os.Environ(), isInit)
 }
 
 // helperFail reports the helper's own failure in its dialect.
@@ -51,6 +102,110 @@ func helperFail(err error) int {
 	fmt.Fprintf(os.Stderr, "landlock-run: %v\n", err)
 	return HelperExitCode
 }
+
+// enterNamespaces prepares the helper's fresh mount namespace: mounts stop
+// propagating to the host, /proc shows only this PID namespace, and the
+// session's temp dir becomes /tmp.
+func enterNamespaces(h *helperArgs) error {
+	if err := unix.Mount("", "/", "", unix.MS_REC|unix.MS_PRIVATE, ""); err != nil {
+		return fmt.Errorf("make mounts private: %w", err)
+	}
+	if err := unix.Mount("proc", "/proc", "proc", unix.MS_NOSUID|unix.MS_NODEV|unix.MS_NOEXEC, ""); err != nil {
+		return fmt.Errorf("mount /proc: %w", err)
+	}
+	if h.tmp == "" {
+		return nil
+	}
+	cwd, err := os.Getwd()
+	if err != nil {
+		return fmt.Errorf("getwd: %w", err)
+	}
+	// Paths beneath /tmp that must stay visible: the writable ones (the
+	// workspace root) and the working directory.
+	var keep []string
+	for _, p := range append(slices.Clone(h.rw), cwd) {
+		p = filepath.Clean(p)
+		if p == "/tmp" || !beneath(p, "/tmp") || slices.ContainsFunc(keep, func(k string) bool { return beneath(p, k) }) {
+			continue
+		}
+		keep = append(keep, p)
+	}
+	if err := bindTmp(h.tmp, keep); err != nil {
+		return err
+	}
+	if slices.ContainsFunc(keep, func(k string) bool { return beneath(cwd, k) }) {
+		if err := os.Chdir(cwd); err != nil {
+			return fmt.Errorf("chdir %s: %w", cwd, err)
+		}
+	}
+	return os.Setenv("TMPDIR", "/tmp")
+}
+
+// bindTmp binds dir at /tmp, then each path of keep (beneath the old /tmp)
+// at its place again.
+func bindTmp(dir string, keep []string) error {
+	fds := make([]int, len(keep))
+	for i, p := range keep {
+		fd, err := unix.Open(p, unix.O_PATH|unix.O_CLOEXEC, 0)
+		if err != nil {
+			return fmt.Errorf("open %s: %w", p, err)
+		}
+		defer unix.Close(fd)
+		fds[i] = fd
+	}
+	if err := unix.Mount(dir, "/tmp", "", unix.MS_BIND, ""); err != nil {
+		return fmt.Errorf("bind %s at /tmp: %w", dir, err)
+	}
+	for i, p := range keep {
+		var st unix.Stat_t
+		if err := unix.Fstat(fds[i], &st); err != nil {
+			return fmt.Errorf("stat %s: %w", p, err)
+		}
+		if st.Mode&unix.S_IFMT == unix.S_IFDIR {
+			if err := os.MkdirAll(p, 0o755); err != nil {
+				return fmt.Errorf("mount point %s: %w", p, err)
+			}
+		} else {
+			if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+				return fmt.Errorf("mount point %s: %w", p, err)
+			}
+			f, err := os.OpenFile(p, os.O_CREATE|os.O_WRONLY, 0o600)
+			if err != nil {
+				return fmt.Errorf("mount point %s: %w", p, err)
+			}
+			_ = f.Close()
+		}
+		if err := unix.Mount("/proc/self/fd/"+strconv.Itoa(fds[i]), p, "", unix.MS_BIND, ""); err != nil {
+			return fmt.Errorf("bind %s again beneath /tmp: %w", p, err)
+		}
+	}
+	return nil
+}
+
+// prepareSupervised readies the helper that runs without namespaces: it
+// becomes a subreaper, and the session's temp dir replaces /tmp.
+func prepareSupervised(h *helperArgs) error {
+	if err := unix.Prctl(unix.PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0); err != nil {
+		return fmt.Errorf("become a subreaper: %w", err)
+	}
+	if h.tmp == "" {
+		return nil
+	}
+	for i, p := range h.rw {
+		if filepath.Clean(p) == "/tmp" {
+			h.rw[i] = h.tmp
+		}
+	}
+	return os.Setenv("TMPDIR", h.tmp)
+}
+
+// rwDirRights are the rights `--rw DIR` grants: every file right of ABI V3
+// except creating device nodes (root could otherwise make a block device
+// and write the disk beneath every rule).
+const rwDirRights = landlock.AccessFSSet(llsys.AccessFSExecute | llsys.AccessFSWriteFile | llsys.AccessFSReadFile |
+	llsys.AccessFSReadDir | llsys.AccessFSRemoveDir | llsys.AccessFSRemoveFile | llsys.AccessFSMakeDir |
+	llsys.AccessFSMakeReg | llsys.AccessFSMakeSock | llsys.AccessFSMakeFifo | llsys.AccessFSMakeSym |
+	llsys.AccessFSTruncate)
 
 // restrict applies the ruleset and returns the enforcement level reached.
 func restrict(ro, rw []string) (Enforcement, error) {
@@ -84,14 +239,16 @@ func restrict(ro, rw []string) (Enforcement, error) {
 		case abi >= 2:
 			// Moves and links inside writable trees need "refer"; asking for
 			// it on a V1 kernel would make BestEffort enforce nothing.
-			rules = append(rules, landlock.RWDirs(p).WithRefer())
+			rules = append(rules, landlock.PathAccess(rwDirRights, p).WithRefer())
 		default:
-			rules = append(rules, landlock.RWDirs(p))
+			rules = append(rules, landlock.PathAccess(rwDirRights, p))
 		}
 	}
 	// V3 handles exactly the file rights (read, write, refer, truncate);
 	// ioctl on devices and unix-socket connects (V5+, V9+) are not file
-	// effects and stay unrestricted, as does the network.
+	// effects and stay unrestricted, as does the network. Landlock also
+	// denies ptrace-class access (/proc/<pid>/environ, mem, root) to every
+	// process outside the new domain, the agent included.
 	if err := landlock.V3.BestEffort().RestrictPaths(rules...); err != nil {
 		return "", fmt.Errorf("restrict: %w", err)
 	}
@@ -99,6 +256,45 @@ func restrict(ro, rw []string) (Enforcement, error) {
 		return EnforcementFull, nil
 	}
 	return EnforcementPartial, nil
+}
+
+// dropCapabilities empties, for the calling thread and so for the command
+// it forks, the bounding, ambient and inheritable capability sets: a
+// command run as root then starts with no capabilities at all (no mount,
+// no unshare, no ptrace, no raw devices). Without CAP_SETPCAP (a non-root
+// helper) there is nothing to drop and the bounding set stays.
+func dropCapabilities() error {
+	if err := unix.Prctl(unix.PR_CAP_AMBIENT, unix.PR_CAP_AMBIENT_CLEAR_ALL, 0, 0, 0); err != nil && !errors.Is(err, unix.EINVAL) {
+		return fmt.Errorf("clear ambient capabilities: %w", err)
+	}
+	last := 63
+	if b, err := os.ReadFile("/proc/sys/kernel/cap_last_cap"); err == nil {
+		if n, err := strconv.Atoi(strings.TrimSpace(string(b))); err == nil {
+			last = n
+		}
+	}
+	for c := 0; c <= last; c++ {
+		err := unix.Prctl(unix.PR_CAPBSET_DROP, uintptr(c), 0, 0, 0)
+		if errors.Is(err, unix.EPERM) || errors.Is(err, unix.EINVAL) {
+			break
+		}
+		if err != nil {
+			return fmt.Errorf("drop capability %d: %w", c, err)
+		}
+	}
+	hdr := unix.CapUserHeader{Version: unix.LINUX_CAPABILITY_VERSION_3}
+	var data [2]unix.CapUserData
+	if err := unix.Capget(&hdr, &data[0]); err != nil {
+		return fmt.Errorf("capget: %w", err)
+	}
+	if data[0].Inheritable == 0 && data[1].Inheritable == 0 {
+		return nil
+	}
+	data[0].Inheritable, data[1].Inheritable = 0, 0
+	if err := unix.Capset(&hdr, &data[0]); err != nil {
+		return fmt.Errorf("capset: %w", err)
+	}
+	return nil
 }
 
 // runProbe restricts the helper to the read-only policy and verifies that
@@ -130,5 +326,18 @@ func runProbe() int {
 	} else {
 		fmt.Println(probePartial)
 	}
+	return 0
+}
+
+// runProbeNS checks, as a namespace init, the mounts a real run makes.
+func runProbeNS() int {
+	if err := enterNamespaces(&helperArgs{}); err != nil {
+		return helperFail(err)
+	}
+	dir := os.TempDir()
+	if err := unix.Mount(dir, dir, "", unix.MS_BIND, ""); err != nil {
+		return helperFail(fmt.Errorf("bind %s: %w", dir, err))
+	}
+	fmt.Println(probeNS)
 	return 0
 }

@@ -7,18 +7,27 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"strings"
+	"sync"
 )
 
 // HelperArg is the first argument that turns our own binary into the
-// Landlock helper: `<exe> __landlock-run [--probe | --ro P… --rw P… -- argv…]`.
+// Landlock helper: `<exe> __landlock-run [--probe | --probe-ns | [--tmp DIR]
+// --ro P… --rw P… -- argv…]`.
 const HelperArg = "__landlock-run"
 
-// Reports printed by the helper's --probe (§ 2).
+// Reports printed by the helper's --probe (§ 2) and --probe-ns.
 const (
 	probeFull    = "landlock: fully enforced"
 	probePartial = "landlock: partially enforced (older ABI)"
+	probeNS      = "landlock: namespaces"
 )
+
+// initEnv marks a helper started by [Confined.Setup] in fresh PID and mount
+// namespaces, where it acts as their init. The helper removes it from the
+// command's environment.
+const initEnv = "DSH_SANDBOX_LANDLOCK_INIT"
 
 // HelperExitCode is the helper's exit code for its own failures.
 const HelperExitCode = 125
@@ -35,10 +44,24 @@ func MaybeRunHelper() {
 // Landlock is the Landlock backend: a launcher (our own binary re-executed
 // as the helper) that restricts itself and then execs the command, since
 // Landlock restriction is irrevocable for the calling process.
+//
+// Where the host lets the agent create PID and mount namespaces (as root,
+// or through an unprivileged user namespace), [Landlock.Prepare] asks for
+// them at spawn and the helper runs as the namespace's init: a fresh
+// /proc, the session's /tmp bind-mounted, every process killed by the
+// kernel when the command ends. Elsewhere the helper supervises the
+// command as a subreaper and kills every descendant itself. Probe finds out
+// which; a Landlock must not be copied after its first use.
 type Landlock struct {
 	// Launcher is the argv prefix that starts the helper, typically
 	// [<os.Executable()>, HelperArg] (see [HelperLauncher]).
 	Launcher []string
+	// NoNamespaces keeps the helper out of namespaces even where the host
+	// offers them (it then always runs as a subreaper).
+	NoNamespaces bool
+
+	mu sync.Mutex
+	ns *nsSpawn // the namespaces the helper gets at spawn; nil: none
 }
 
 // Name returns "landlock".
@@ -46,7 +69,10 @@ func (*Landlock) Name() string { return "landlock" }
 
 // Probe runs `<launcher> --probe` with a 5 s timeout. It must exit 0 and
 // print `landlock: fully enforced` (full) or `landlock: partially enforced
-// (older ABI)` (partial); anything else is unusable.
+// (older ABI)` (partial); anything else is unusable. A usable helper is
+// then started once more, as `<launcher> --probe-ns` in fresh namespaces,
+// to learn whether it can run as their init (see [Landlock.Namespaces]);
+// that check never makes the backend unusable.
 func (l *Landlock) Probe(ctx context.Context) (Enforcement, error) {
 	if len(l.Launcher) == 0 {
 		return "", errors.New("no launcher configured")
@@ -63,21 +89,42 @@ func (l *Landlock) Probe(ctx context.Context) (Enforcement, error) {
 		}
 		return "", fmt.Errorf("probe: %w", err)
 	}
+	var enf Enforcement
 	switch report := strings.TrimSpace(stdout.String()); report {
 	case probeFull:
-		return EnforcementFull, nil
+		enf = EnforcementFull
 	case probePartial:
-		return EnforcementPartial, nil
+		enf = EnforcementPartial
 	default:
 		return "", fmt.Errorf("probe: unexpected report %q", report)
 	}
+	var ns *nsSpawn
+	if !l.NoNamespaces {
+		ns = detectNamespaces(ctx, l.Launcher)
+	}
+	l.mu.Lock()
+	l.ns = ns
+	l.mu.Unlock()
+	return enf, nil
 }
 
-// Wrap returns `<launcher> --ro / --rw /dev/null` [+ `--rw /tmp --rw
-// <root>` for workspace-write] `--` argv.
+// Namespaces reports whether the helper runs as a namespace init: Probe
+// found that this host lets the agent create the namespaces, and
+// NoNamespaces is not set.
+func (l *Landlock) Namespaces() bool {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.ns != nil
+}
+
+// Wrap returns `<launcher> --ro / --rw /dev/null` [+ `--tmp <TmpDir>`] [+
+// `--rw /tmp --rw <root>` for workspace-write] `--` argv.
 func (l *Landlock) Wrap(policy Policy, argv []string) []string {
 	out := append([]string(nil), l.Launcher...)
 	out = append(out, "--ro", "/", "--rw", "/dev/null")
+	if policy.TmpDir != "" {
+		out = append(out, "--tmp", policy.TmpDir)
+	}
 	if policy.Mode == WorkspaceWrite {
 		out = append(out, "--rw", "/tmp", "--rw", policy.WorkspaceRoot)
 	}
@@ -93,19 +140,30 @@ func (*Landlock) Classify(exitCode int, stderr string) Verdict {
 
 // helperArgs is the parsed helper command line.
 type helperArgs struct {
-	probe bool
-	ro    []string
-	rw    []string
-	argv  []string
+	probe   bool
+	probeNS bool
+	tmp     string
+	ro      []string
+	rw      []string
+	argv    []string
 }
 
-// parseHelperArgs parses `--probe` or `--ro P… --rw P… -- argv…`.
+// parseHelperArgs parses `--probe`, `--probe-ns` or `[--tmp DIR] --ro P…
+// --rw P… -- argv…`.
 func parseHelperArgs(args []string) (helperArgs, error) {
 	var h helperArgs
 	for i := 0; i < len(args); i++ {
 		switch a := args[i]; a {
 		case "--probe":
 			h.probe = true
+		case "--probe-ns":
+			h.probe, h.probeNS = true, true
+		case "--tmp":
+			if i+1 >= len(args) || !filepath.IsAbs(args[i+1]) {
+				return h, errors.New("--tmp needs an absolute path")
+			}
+			i++
+			h.tmp = filepath.Clean(args[i])
 		case "--ro", "--rw":
 			if i+1 >= len(args) {
 				return h, fmt.Errorf("%s needs a path", a)

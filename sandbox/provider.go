@@ -118,9 +118,19 @@ func (p *Provider) Confine(ctx context.Context, argv []string, policy Policy) (C
 	default:
 		return Confined{}, fmt.Errorf("sandbox: confine: unknown mode %q", policy.Mode)
 	}
+	if policy.TmpDir != "" {
+		if !filepath.IsAbs(policy.TmpDir) {
+			return Confined{}, fmt.Errorf("sandbox: confine: temp dir %q must be an absolute path", policy.TmpDir)
+		}
+		policy.TmpDir = filepath.Clean(policy.TmpDir)
+	}
 	b, enf, err := p.Select(ctx, policy.Mode)
 	if err != nil {
 		return Confined{}, err
 	}
-	return Confined{Argv: b.Wrap(policy, argv), Mode: policy.Mode, Enforcement: enf, Backend: b}, nil
+	c := Confined{Argv: b.Wrap(policy, argv), Mode: policy.Mode, Enforcement: enf, Backend: b}
+	if pr, ok := b.(Preparer); ok {
+		c.Setup = pr.Prepare(policy)
+	}
+	return c, nil
 }

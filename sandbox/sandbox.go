@@ -10,13 +10,21 @@
 // stderr to the backend's dialect: a runner failure (the sandbox itself
 // broke) outranks a file-access denial.
 //
-// Only FILE effects are confined; network and processes are not.
+// Only FILE effects are confined; network and processes are not
+// restricted, but every process a confined command starts lives and dies
+// with it: bwrap runs it in its own PID namespace, and the Landlock helper
+// either does the same or, where namespaces are unavailable, supervises it
+// as a subreaper that kills every descendant when the command ends. Neither
+// lets the command see or touch the agent's own process (its environment,
+// its root directory). [Policy.TmpDir] gives a session one private /tmp that
+// persists across its commands.
 package sandbox
 
 import (
 	"context"
 	"errors"
 	"fmt"
+	"os/exec"
 	"strings"
 )
 
@@ -63,6 +71,18 @@ type Policy struct {
 	// WorkspaceRoot is the directory made writable under WorkspaceWrite
 	// (the process launch cwd in sandbox-acp-agent). It must be absolute.
 	WorkspaceRoot string
+	// TmpDir, when set, is the session's private temporary directory
+	// (absolute, existing, mode 0700). The command sees it as /tmp, with
+	// TMPDIR=/tmp, writable under WorkspaceWrite and read-only under
+	// ReadOnly, so that files persist across the session's commands and
+	// the host's /tmp stays out of reach. The Landlock helper without
+	// namespaces cannot remap /tmp: there the command gets TMPDIR=<TmpDir>
+	// and write access to TmpDir instead of the host's /tmp, which it only
+	// reads. A workspace root beneath /tmp stays visible at its path.
+	//
+	// Empty keeps each backend's default: bwrap gives every command a
+	// fresh empty /tmp under WorkspaceWrite, Landlock the host's /tmp.
+	TmpDir string
 }
 
 // Enforcement says how completely a backend enforces a policy.
@@ -116,6 +136,20 @@ type Confined struct {
 	Enforcement Enforcement
 	// Backend is the backend that wrapped Argv; nil for DangerFullAccess.
 	Backend Backend
+	// Setup, when not nil, must be applied to the command that runs Argv
+	// before it starts: it asks the kernel for the namespaces the
+	// backend's runner works in (the Landlock helper as a PID namespace
+	// init). A command started without it is still confined, by the
+	// runner's fallback. If the start fails with Setup applied, the caller
+	// may retry once without it.
+	Setup func(cmd *exec.Cmd)
+}
+
+// Preparer is implemented by backends whose wrapped argv wants process
+// attributes at spawn; [Provider.Confine] stores the result in
+// [Confined.Setup]. A nil func means nothing to prepare.
+type Preparer interface {
+	Prepare(policy Policy) func(cmd *exec.Cmd)
 }
 
 // Classify classifies a finished run of c.Argv; an unconfined run is never

@@ -146,6 +146,7 @@ func TestConfineRejectsBadInput(t *testing.T) {
 		{[]string{"true"}, Policy{Mode: "sideways"}},
 		{[]string{"true"}, Policy{Mode: WorkspaceWrite}},
 		{[]string{"true"}, Policy{Mode: WorkspaceWrite, WorkspaceRoot: "relative/dir"}},
+		{[]string{"true"}, Policy{Mode: ReadOnly, TmpDir: "relative/tmp"}},
 	}
 	for _, c := range cases {
 		if _, err := p.Confine(ctx, c.argv, c.policy); err == nil || IsUnavailable(err) {
@@ -163,16 +164,29 @@ func TestWrapArgv(t *testing.T) {
 		policy Policy
 		want   string
 	}{
-		{&Bwrap{}, ro, "bwrap --ro-bind / / --dev /dev --proc /proc --die-with-parent -- bash -c echo hi"},
-		{&Bwrap{}, ww, "bwrap --ro-bind / / --dev /dev --proc /proc --die-with-parent --tmpfs /tmp --bind /w /w -- bash -c echo hi"},
+		{&Bwrap{}, ro, "bwrap --ro-bind / / --dev /dev --proc /proc --die-with-parent --unshare-pid --new-session --cap-drop ALL -- bash -c echo hi"},
+		{&Bwrap{}, ww, "bwrap --ro-bind / / --dev /dev --proc /proc --die-with-parent --unshare-pid --new-session --cap-drop ALL --tmpfs /tmp --bind /w /w -- bash -c echo hi"},
+		{&Bwrap{}, withTmp(ro, "/s"), "bwrap --ro-bind / / --dev /dev --proc /proc --die-with-parent --unshare-pid --new-session --cap-drop ALL " +
+			"--bind /s /tmp --remount-ro /tmp --setenv TMPDIR /tmp -- bash -c echo hi"},
+		{&Bwrap{}, withTmp(ww, "/s"), "bwrap --ro-bind / / --dev /dev --proc /proc --die-with-parent --unshare-pid --new-session --cap-drop ALL " +
+			"--bind /s /tmp --bind /w /w --setenv TMPDIR /tmp -- bash -c echo hi"},
+		{&Bwrap{}, Policy{Mode: ReadOnly, WorkspaceRoot: "/tmp/w", TmpDir: "/s"}, "bwrap --ro-bind / / --dev /dev --proc /proc --die-with-parent --unshare-pid --new-session --cap-drop ALL " +
+			"--bind /s /tmp --ro-bind /tmp/w /tmp/w --remount-ro /tmp --setenv TMPDIR /tmp -- bash -c echo hi"},
 		{&Landlock{Launcher: []string{"/bin/dsh", HelperArg}}, ro, "/bin/dsh __landlock-run --ro / --rw /dev/null -- bash -c echo hi"},
 		{&Landlock{Launcher: []string{"/bin/dsh", HelperArg}}, ww, "/bin/dsh __landlock-run --ro / --rw /dev/null --rw /tmp --rw /w -- bash -c echo hi"},
+		{&Landlock{Launcher: []string{"/bin/dsh", HelperArg}}, withTmp(ro, "/s"), "/bin/dsh __landlock-run --ro / --rw /dev/null --tmp /s -- bash -c echo hi"},
+		{&Landlock{Launcher: []string{"/bin/dsh", HelperArg}}, withTmp(ww, "/s"), "/bin/dsh __landlock-run --ro / --rw /dev/null --tmp /s --rw /tmp --rw /w -- bash -c echo hi"},
 	}
 	for _, c := range cases {
 		if got := strings.Join(c.b.Wrap(c.policy, argv), " "); got != c.want {
 			t.Errorf("%s %s:\n got %s\nwant %s", c.b.Name(), c.policy.Mode, got, c.want)
 		}
 	}
+}
+
+func withTmp(p Policy, dir string) Policy {
+	p.TmpDir = dir
+	return p
 }
 
 func TestClassifyDialects(t *testing.T) {
@@ -247,7 +261,14 @@ func TestParseHelperArgs(t *testing.T) {
 	if h, err := parseHelperArgs([]string{"--probe"}); err != nil || !h.probe {
 		t.Fatalf("probe: %+v %v", h, err)
 	}
-	for _, bad := range [][]string{nil, {"--ro"}, {"--ro", "/"}, {"--bogus"}, {"--ro", "/", "--"}, {"--probe", "--", "x"}, {"--rw", ""}} {
+	if h, err := parseHelperArgs([]string{"--probe-ns"}); err != nil || !h.probe || !h.probeNS {
+		t.Fatalf("probe-ns: %+v %v", h, err)
+	}
+	if h, err := parseHelperArgs([]string{"--tmp", "/s/", "--ro", "/", "--", "x"}); err != nil || h.tmp != "/s" {
+		t.Fatalf("tmp: %+v %v", h, err)
+	}
+	for _, bad := range [][]string{nil, {"--ro"}, {"--ro", "/"}, {"--bogus"}, {"--ro", "/", "--"}, {"--probe", "--", "x"}, {"--rw", ""},
+		{"--tmp"}, {"--tmp", "rel", "--ro", "/", "--", "x"}} {
 		if _, err := parseHelperArgs(bad); err == nil {
 			t.Errorf("parseHelperArgs(%q) accepted", bad)
 		}

@@ -1,0 +1,17 @@
+//go:build !linux
+
+package sandbox
+
+import (
+	"context"
+	"os/exec"
+)
+
+// nsSpawn has no meaning outside Linux.
+type nsSpawn struct{}
+
+func detectNamespaces(context.Context, []string) *nsSpawn { return nil }
+
+// Prepare implements [Preparer]; outside Linux there is nothing to
+// prepare.
+func (l *Landlock) Prepare(Policy) func(cmd *exec.Cmd) { return nil }

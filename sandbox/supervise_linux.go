@@ -1,0 +1,225 @@
+//go:build linux
+
+package sandbox
+
+import (
+	"bufio"
+	"bytes"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"os/signal"
+	"path/filepath"
+	"strconv"
+	"syscall"
+	"time"
+
+	"golang.org/x/sys/unix"
+)
+
+// forwarded are the signals the helper passes on to its command.
+var forwarded = []os.Signal{unix.SIGTERM, unix.SIGINT, unix.SIGHUP}
+
+// supervise runs path/argv as the helper's child and returns the helper's
+// exit status once it has ended. As a namespace init the command gets its
+// own process group and the forwarded signals; otherwise it stays in the
+// helper's group and, when it ends, every descendant left is killed.
+func supervise(path string, argv, env []string, isInit bool) int {
+	sigs := make(chan os.Signal, 8)
+	signal.Notify(sigs, forwarded...)
+	cmd := &exec.Cmd{
+		Path: path, Args: argv, Env: env,
+		Stdin: os.Stdin, Stdout: os.Stdout, Stderr: os.Stderr,
+		SysProcAttr: &syscall.SysProcAttr{Setpgid: isInit, Pdeathsig: syscall.SIGKILL},
+	}
+	if err := cmd.Start(); err != nil {
+		return helperFail(fmt.Errorf("exec %s: %w", argv[0], err))
+	}
+	pid := cmd.Process.Pid
+	stop := make(chan struct{})
+	go func() {
+		for {
+			select {
+			case s := <-sigs:
+				if isInit {
+					forward(pid, s.(syscall.Signal))
+				} else {
+					// The command and its group got the signal from the
+					// agent already; those that left the group never will,
+					// and must not outlive a helper that may be killed next.
+					killDetached()
+				}
+			case <-stop:
+				return
+			}
+		}
+	}()
+	ws, err := reap(pid)
+	close(stop)
+	signal.Stop(sigs)
+	if err != nil {
+		return helperFail(err)
+	}
+	if !isInit {
+		// Everything still below us is the command's leftovers (orphans
+		// were re-parented to us); the namespace init leaves this to the
+		// kernel, which kills the namespace when its init exits.
+		killDescendants()
+	}
+	return exitStatus(ws, !isInit)
+}
+
+// forward passes sig to the command's process group, or to the command
+// alone if it left its group.
+func forward(pid int, sig syscall.Signal) {
+	if err := unix.Kill(-pid, sig); errors.Is(err, unix.ESRCH) {
+		_ = unix.Kill(pid, sig)
+	}
+}
+
+// reap reaps every child (adopted orphans included) until pid exits, and
+// returns pid's wait status.
+func reap(pid int) (unix.WaitStatus, error) {
+	for {
+		var ws unix.WaitStatus
+		got, err := unix.Wait4(-1, &ws, 0, nil)
+		switch {
+		case errors.Is(err, unix.EINTR):
+			continue
+		case err != nil:
+			return 0, fmt.Errorf("wait: %w", err)
+		case got == pid && (ws.Exited() || ws.Signaled()):
+			return ws, nil
+		}
+	}
+}
+
+// killDescendants kills and reaps every descendant: the children are
+// killed, and each one reaped hands its own children to us (we are a
+// subreaper), until none is left.
+func killDescendants() {
+	for {
+		for _, c := range children() {
+			_ = unix.Kill(c, unix.SIGKILL)
+		}
+		var ws unix.WaitStatus
+		_, err := unix.Wait4(-1, &ws, 0, nil)
+		if errors.Is(err, unix.EINTR) {
+			continue
+		}
+		if err != nil { // ECHILD: no child left
+			return
+		}
+	}
+}
+
+// killDetached kills the descendants outside the helper's process group
+// (moved there by setsid or setpgid); their children reach us as orphans
+// and are reaped by [reap].
+func killDetached() {
+	pgrp := unix.Getpgrp()
+	var walk func(pids []int)
+	walk = func(pids []int) {
+		for _, p := range pids {
+			walk(childrenOf(p))
+			if g, err := unix.Getpgid(p); err == nil && g != pgrp {
+				_ = unix.Kill(p, unix.SIGKILL)
+			}
+		}
+	}
+	walk(children())
+}
+
+// children returns the calling process's children.
+func children() []int { return childrenOf(os.Getpid()) }
+
+// childrenOf lists pid's children from /proc/<pid>/task/*/children, or by
+// scanning /proc when the kernel lacks that file.
+func childrenOf(pid int) []int {
+	tasks, err := filepath.Glob("/proc/" + strconv.Itoa(pid) + "/task/*/children")
+	if err != nil || len(tasks) == 0 {
+		return scanChildren(pid)
+	}
+	var out []int
+	for _, t := range tasks {
+		b, err := os.ReadFile(t)
+		if errors.Is(err, os.ErrNotExist) && len(out) == 0 {
+			return scanChildren(pid)
+		}
+		for _, f := range bytes.Fields(b) {
+			if n, err := strconv.Atoi(string(f)); err == nil {
+				out = append(out, n)
+			}
+		}
+	}
+	return out
+}
+
+// scanChildren finds pid's children by their parent pid in /proc/*/stat.
+func scanChildren(pid int) []int {
+	ents, err := os.ReadDir("/proc")
+	if err != nil {
+		return nil
+	}
+	var out []int
+	for _, e := range ents {
+		n, err := strconv.Atoi(e.Name())
+		if err != nil {
+			continue
+		}
+		if st, ok := readStat(n); ok && st.ppid == pid {
+			out = append(out, n)
+		}
+	}
+	return out
+}
+
+// procStat holds the fields of /proc/<pid>/stat the helper needs.
+type procStat struct {
+	ppid, pgrp, session int
+}
+
+// readStat parses /proc/<pid>/stat.
+func readStat(pid int) (procStat, bool) {
+	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
+	if err != nil {
+		return procStat{}, false
+	}
+	// The command name is parenthesized and may contain anything.
+	i := bytes.LastIndexByte(b, ')')
+	if i < 0 {
+		return procStat{}, false
+	}
+	sc := bufio.NewScanner(bytes.NewReader(b[i+1:]))
+	sc.Split(bufio.ScanWords)
+	var f []int
+	for sc.Scan() && len(f) < 5 {
+		n, _ := strconv.Atoi(sc.Text()) // the first field is the state letter
+		f = append(f, n)
+	}
+	if len(f) < 4 {
+		return procStat{}, false
+	}
+	return procStat{ppid: f[1], pgrp: f[2], session: f[3]}, true
+}
+
+// exitStatus turns the command's wait status into the helper's: its exit
+// code, or 128+n for a signal n. With reraise the helper dies of that
+// signal itself where the Go runtime allows it (SIGTERM, SIGINT, SIGHUP
+// and SIGKILL), so the caller sees what an unconfined run would show.
+func exitStatus(ws unix.WaitStatus, reraise bool) int {
+	if !ws.Signaled() {
+		return ws.ExitStatus()
+	}
+	sig := ws.Signal()
+	if reraise {
+		switch sig {
+		case unix.SIGTERM, unix.SIGINT, unix.SIGHUP, unix.SIGKILL:
+			signal.Reset(sig)
+			_ = unix.Kill(os.Getpid(), sig)
+			time.Sleep(time.Second) // the signal is on its way
+		}
+	}
+	return 128 + int(sig)
+}
