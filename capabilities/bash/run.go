@@ -36,6 +36,12 @@ type spec struct {
 	env       []string
 	spillDir  string
 	killGrace time.Duration
+	// setup prepares the command for its sandbox (sandbox.Confined.Setup);
+	// nil for none.
+	setup func(*exec.Cmd)
+	// track, when set, learns the pid of every started shell (the leader of
+	// its own session).
+	track func(pid int)
 }
 
 // process is a started `bash -c` in its own process group, with its two
@@ -56,18 +62,13 @@ type process struct {
 	termDone  chan struct{} // closed once a termination completed
 }
 
-// start spawns the command through ex. ctx is handed to the executor only;
-// the process's lifetime is controlled with terminate.
+// start spawns the command through ex as the leader of a new session
+// (its pid is its process group and session id) that the kernel kills if
+// the agent dies (the parent-death signal is tied to the spawning thread,
+// and Go keeps its threads). ctx is handed to the executor only; the
+// process's lifetime is controlled with terminate. If the sandbox's setup
+// makes the start fail (namespaces refused), it is retried once without.
 func start(ctx context.Context, ex Executor, sp spec) (*process, error) {
-	cmd, err := ex.Command(ctx, []string{"bash", "-c", sp.command}, sp.dir, sp.env)
-	if err != nil {
-		return nil, err
-	}
-	if cmd.SysProcAttr == nil {
-		cmd.SysProcAttr = &syscall.SysProcAttr{}
-	}
-	cmd.SysProcAttr.Setpgid = true
-	cmd.Stdin = nil // os/exec connects /dev/null
 	rOut, wOut, err := os.Pipe()
 	if err != nil {
 		return nil, fmt.Errorf("stdout pipe: %w", err)
@@ -78,14 +79,20 @@ func start(ctx context.Context, ex Executor, sp spec) (*process, error) {
 		_ = wOut.Close()
 		return nil, fmt.Errorf("stderr pipe: %w", err)
 	}
-	cmd.Stdout, cmd.Stderr = wOut, wErr
-	err = cmd.Start()
+	cmd, err := startCmd(ctx, ex, sp, sp.setup, wOut, wErr)
+	var exErr executorError
+	if err != nil && sp.setup != nil && !errors.As(err, &exErr) {
+		cmd, err = startCmd(ctx, ex, sp, nil, wOut, wErr)
+	}
 	_ = wOut.Close()
 	_ = wErr.Close()
 	if err != nil {
 		_ = rOut.Close()
 		_ = rErr.Close()
 		return nil, err
+	}
+	if sp.track != nil {
+		sp.track(cmd.Process.Pid)
 	}
 	grace := sp.killGrace
 	if grace <= 0 {
@@ -119,6 +126,35 @@ func start(ctx context.Context, ex Executor, sp spec) (*process, error) {
 		close(p.finished)
 	}()
 	return p, nil
+}
+
+// executorError is the executor's own failure (as opposed to a failed
+// start); its text is the executor's.
+type executorError struct{ err error }
+
+func (e executorError) Error() string { return e.err.Error() }
+func (e executorError) Unwrap() error { return e.err }
+
+// startCmd builds the command through ex, prepares it with setup and
+// starts it writing to the given pipe ends.
+func startCmd(ctx context.Context, ex Executor, sp spec, setup func(*exec.Cmd), stdout, stderr *os.File) (*exec.Cmd, error) {
+	cmd, err := ex.Command(ctx, []string{"bash", "-c", sp.command}, sp.dir, sp.env)
+	if err != nil {
+		return nil, executorError{err}
+	}
+	if cmd.SysProcAttr == nil {
+		cmd.SysProcAttr = &syscall.SysProcAttr{}
+	}
+	setProcAttr(cmd.SysProcAttr)
+	if setup != nil {
+		setup(cmd)
+	}
+	cmd.Stdin = nil // os/exec connects /dev/null
+	cmd.Stdout, cmd.Stderr = stdout, stderr
+	if err := cmd.Start(); err != nil {
+		return nil, err
+	}
+	return cmd, nil
 }
 
 // read copies one pipe into its stream until EOF or a forced close.
@@ -252,9 +288,16 @@ func runForeground(ctx context.Context, ex Executor, sp spec, timeoutMs float64,
 		_ = p.terminate(context.Background())
 	case <-ctx.Done():
 		_ = p.terminate(context.Background())
+		if conf != nil {
+			sweepSession(p.pgid)
+		}
 		return "", errAborted
 	}
 	<-p.finished
+	if timedOut && conf != nil {
+		// A runner killed before its command leaves nothing behind either.
+		sweepSession(p.pgid)
+	}
 	var markers []string
 	if ex := p.exit(); conf != nil && ex.signal == "" && ex.code > 0 {
 		stderr := p.stderr.snapshot().text

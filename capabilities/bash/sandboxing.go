@@ -37,6 +37,14 @@ type Sandboxing struct {
 	// Remember, when set, makes an "always allow" answer stick: the
 	// session's mode becomes the granted one.
 	Remember func(call *capabilities.Call, mode string)
+	// SessionTmp gives the session one private /tmp for its confined
+	// commands (sandbox.Policy.TmpDir): a directory created on first use
+	// beneath TmpBase, kept across the session's commands, removed when the
+	// tool closes. Off, each backend keeps its default /tmp.
+	SessionTmp bool
+	// TmpBase is where session temp dirs are created; empty means
+	// os.TempDir().
+	TmpBase string
 }
 
 // EscalationMarker tells the model a denied command may be retried with
@@ -106,16 +114,26 @@ type confinement struct {
 }
 
 // prepare confines the command of sp for mode; danger-full-access runs it
-// unwrapped. Unavailability is a coded SandboxUnavailableError.
-func (sb *Sandboxing) prepare(ctx context.Context, call *capabilities.Call, sp *spec, mode string) (*confinement, error) {
+// unwrapped. tmp is the session's temp dir, used when SessionTmp is set.
+// Unavailability is a coded SandboxUnavailableError.
+func (sb *Sandboxing) prepare(ctx context.Context, call *capabilities.Call, sp *spec, mode string, tmp *sessionTmp) (*confinement, error) {
 	if mode == string(sandbox.DangerFullAccess) {
 		return nil, nil
 	}
-	c, err := sb.Confiner.Confine(ctx, []string{"bash", "-c", sp.command}, sandbox.Policy{Mode: sandbox.Mode(mode), WorkspaceRoot: sb.Root(call)})
+	policy := sandbox.Policy{Mode: sandbox.Mode(mode), WorkspaceRoot: sb.Root(call)}
+	if sb.SessionTmp {
+		dir, err := tmp.path()
+		if err != nil {
+			return nil, err
+		}
+		policy.TmpDir = dir
+	}
+	c, err := sb.Confiner.Confine(ctx, []string{"bash", "-c", sp.command}, policy)
 	if err != nil {
 		return nil, unavailable(err)
 	}
 	sp.command = sandbox.ExecLine(c.Argv)
+	sp.setup = c.Setup
 	return &confinement{mode: mode, confined: c}, nil
 }
 

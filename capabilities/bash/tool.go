@@ -55,6 +55,12 @@ type Options struct {
 	KillGrace time.Duration
 	// Sandbox confines commands; it implies Confining.
 	Sandbox *Sandboxing
+	// EnvPass are glob patterns of environment variable names passed to
+	// commands even when they look like secrets (EnvPolicy.Pass).
+	EnvPass []string
+	// EnvStrip are glob patterns of further names never passed
+	// (EnvPolicy.Strip).
+	EnvStrip []string
 }
 
 // New returns the family's tools: bash, task_output, task_list, task_kill.
@@ -65,9 +71,14 @@ func New(opts Options) []capabilities.Tool {
 	return append([]capabilities.Tool{NewTool(opts)}, TaskTools(opts.Tasks)...)
 }
 
-// Tool is the bash tool.
+// Tool is the bash tool. One serves one session: its confined commands
+// share the session's temp dir, and Close kills whatever the session's
+// commands left running.
 type Tool struct {
-	opts Options
+	opts  Options
+	env   EnvPolicy
+	tmp   *sessionTmp
+	procs *tracker
 }
 
 // NewTool returns the bash tool alone (New adds the task tools).
@@ -87,10 +98,12 @@ func NewTool(opts Options) *Tool {
 	if opts.SpillDir == "" {
 		opts.SpillDir = os.TempDir()
 	}
-	if opts.Sandbox != nil {
-		opts.Confining = true
+	t := &Tool{opts: opts, env: EnvPolicy{Pass: opts.EnvPass, Strip: opts.EnvStrip}, procs: &tracker{}}
+	if sb := opts.Sandbox; sb != nil {
+		t.opts.Confining = true
+		t.tmp = &sessionTmp{base: sb.TmpBase}
 	}
-	return &Tool{opts: opts}
+	return t
 }
 
 // Tasks returns the registry background commands are produced into.
@@ -211,9 +224,10 @@ func (t *Tool) Run(ctx context.Context, call *capabilities.Call) (capabilities.R
 	sp := spec{
 		command:   a.Command,
 		dir:       t.workdir(call, a.Workdir),
-		env:       CommandEnv(t.opts.Environ()),
+		env:       t.env.Filter(t.opts.Environ()),
 		spillDir:  t.opts.SpillDir,
 		killGrace: t.opts.KillGrace,
+		track:     t.procs.add,
 	}
 	var conf *confinement
 	if sb := t.opts.Sandbox; sb != nil {
@@ -221,7 +235,7 @@ func (t *Tool) Run(ctx context.Context, call *capabilities.Call) (capabilities.R
 		if err != nil {
 			return capabilities.Result{}, err
 		}
-		if conf, err = sb.prepare(ctx, call, &sp, mode); err != nil {
+		if conf, err = sb.prepare(ctx, call, &sp, mode, t.tmp); err != nil {
 			return capabilities.Result{}, err
 		}
 	}
@@ -282,8 +296,13 @@ func rawString(s string) json.RawMessage { return jsonx.MustMarshal(s) }
 
 // Close implements capabilities.Closer: the session is going away, so its
 // background tasks are killed (their process groups get SIGTERM, then
-// SIGKILL).
+// SIGKILL), then every process its commands left behind in their sessions
+// (see tracker), and its temp dir is removed.
 func (t *Tool) Close(ctx context.Context) error {
 	t.opts.Tasks.Close(ctx)
+	t.procs.sweepAll()
+	if t.tmp != nil {
+		return t.tmp.remove()
+	}
 	return nil
 }
