@@ -60,6 +60,14 @@ func main() {
 	// The Landlock launcher is this binary re-executed; it must run before
 	// anything else touches the process.
 	sandbox.MaybeRunHelper()
+	// The agent holds the API key: no same-uid process may read its
+	// environment or memory. And it adopts what its commands orphan, so that
+	// a session can kill it when it closes.
+	for _, harden := range []func() error{sandbox.SetNonDumpable, sandbox.SetChildSubreaper} {
+		if err := harden(); err != nil {
+			fmt.Fprintln(os.Stderr, "dsh-acp: warning:", err)
+		}
+	}
 	if os.Getenv("GOGC") == "" {
 		// The heap is small and mostly the session log: trading a little
 		// memory for fewer collections keeps streaming cheap.
