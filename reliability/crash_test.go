@@ -69,6 +69,8 @@ func crashStore(t *testing.T, store string, rng *rand.Rand) {
 		ackedKills  int // kills that came after the prompt was answered
 		survived    int
 		orderBad    []string
+		openOnDisk  int // kills that left the log ending inside a turn
+		tornOnDisk  int // kills that left a torn last line (JSONL)
 	)
 	for kill := 0; kill <= crashKills; kill++ {
 		a := startAgent(t, cfg)
@@ -122,13 +124,23 @@ func crashStore(t *testing.T, store string, rng *rand.Rand) {
 		default:
 		}
 		sent = append(sent, p)
+		// What the kill left on disk, before any repair.
+		if events, torn, err := readStoredLog(store, root, ws, sid); err == nil {
+			if torn {
+				tornOnDisk++
+			}
+			if _, bad := checkLog(events); len(bad) > 0 && strings.HasPrefix(bad[len(bad)-1], "the log ends inside") {
+				openOnDisk++
+			}
+		}
 		t.Logf("kill %d after %v (turn takes %v), answered before: %v", kill, delay.Round(time.Millisecond),
 			turnTime.Round(time.Millisecond), p.acked)
 	}
 	assert.Empty(t, m.Violations())
-	t.Logf("%s: %d kills survived (%d left an open turn closed by crash repair, %d came after the answer)",
-		store, survived, interrupted, ackedKills)
+	t.Logf("%s: %d kills survived (%d left an open turn on disk, %d a torn line; crash repair closed %d turns "+
+		"interrupted; %d kills came after the answer)", store, survived, openOnDisk, tornOnDisk, interrupted, ackedKills)
 	assert.Equal(t, crashKills, survived)
+	assert.Equal(t, openOnDisk, interrupted, "every turn a kill left open was closed interrupted on load")
 	// ACP: a tool_call_update refers to a tool call the client was shown.
 	assert.Empty(t, orderBad, "session/load replays a tool_call_update with no tool_call before it: crash repair "+
 		"closed a tool call that an assistant/message announced but that never got its tool/call event (the kill "+
