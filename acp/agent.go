@@ -79,6 +79,22 @@ type Options struct {
 	// teardown too) is written before the response, as ACP requires.
 	// Upstream answers at once (acp-bridge contract § 6).
 	CancelAfterTeardown bool
+	// CheckCwd refuses, in session/new and session/load, a cwd that is not
+	// an existing directory (upstream accepts any absolute path, and every
+	// later tool call then fails).
+	CheckCwd bool
+	// ClearErrors answers failures in the editor's words: a failed turn
+	// says what failed and what to do, and session/load of an unknown id is
+	// resource_not_found (-32002) naming it. Upstream answers "Internal
+	// error: turn failed: <message>" and -32603 (acp-bridge §§ 4–5).
+	ClearErrors bool
+
+	// MaxLineBytes bounds one inbound message (0: DefaultMaxLineBytes,
+	// 16 MiB). A longer line is discarded as it is read and answered -32600.
+	MaxLineBytes int
+	// MaxPromptBytes bounds the text of one session/prompt across its
+	// blocks (0: DefaultMaxPromptBytes, 4 MiB); a larger prompt is -32602.
+	MaxPromptBytes int
 }
 
 // FromRuntime adapts an agent runtime to the bridge's Agent surface.

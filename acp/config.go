@@ -55,7 +55,10 @@ func (s *Server) setConfigOption(params json.RawMessage) (any, error) {
 		return nil, err
 	}
 	var value string
-	if json.Unmarshal(req.Value, &value) != nil {
+	if json.Unmarshal(req.Value, &value) != nil || len(req.Value) == 0 || req.Value[0] != '"' {
+		if kind := jsonKind(req.Value); kind != "a boolean" {
+			return nil, invalidParams("config option %s is a select; its value must be a string, got %s", req.ConfigID, kind)
+		}
 		return nil, invalidParams("config option %s is a select; boolean values are not accepted", req.ConfigID)
 	}
 	quoted, _ := marshal(value)
@@ -74,4 +77,24 @@ func (s *Server) setConfigOption(params json.RawMessage) (any, error) {
 	}
 	ls.s.SetKnob(req.ConfigID, value)
 	return SetConfigOptionResponse{ConfigOptions: configOptions(ls.s)}, nil
+}
+
+// jsonKind names the kind of a JSON value for messages ("an object").
+func jsonKind(raw json.RawMessage) string {
+	if len(raw) == 0 {
+		return "no value"
+	}
+	switch raw[0] {
+	case '{':
+		return "an object"
+	case '[':
+		return "an array"
+	case '"':
+		return "a string"
+	case 't', 'f':
+		return "a boolean"
+	case 'n':
+		return "null"
+	}
+	return "a number"
 }

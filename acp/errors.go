@@ -4,8 +4,10 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"strings"
 
 	"github.com/dsh-acp/dsh-acp/internal/jsonx"
+	"github.com/dsh-acp/dsh-acp/session"
 )
 
 // Error is a JSON-RPC error object. Every error a handler returns is mapped
@@ -102,4 +104,78 @@ func errorFrame(id json.RawMessage, e *Error) []byte {
 		id = json.RawMessage("null")
 	}
 	return jsonx.MustMarshal(errorResponseFrame{"2.0", id, e})
+}
+
+// CodeResourceNotFound is ACP's resource_not_found: a session (or file)
+// that does not exist.
+const CodeResourceNotFound = -32002
+
+// turnFailed answers a prompt whose turn ended in error. Upstream's form is
+// "Internal error: turn failed: <message>" (acp-bridge § 5); with
+// ClearErrors the message says what failed and what to do about it, and
+// data carries the error code and step.
+func (s *Server) turnFailed(r session.EndReason) *Error {
+	if !s.opts.ClearErrors {
+		return internalError("turn failed: %s", r.Message)
+	}
+	return &Error{Code: CodeInternalError, Message: failureText(r), Data: jsonx.MustMarshal(struct {
+		Code string `json:"code,omitempty"`
+		Step int    `json:"step,omitempty"`
+	}{r.Code, r.Step})}
+}
+
+// failureText is "<what failed>: <message>. <what to do>".
+func failureText(r session.EndReason) string {
+	what, hint := "The turn failed", r.Hint
+	switch r.Code {
+	case "AUTH", "RATE_LIMIT", "SERVER", "INVALID_REQUEST", "EMPTY_RESPONSE", "MALFORMED_RESPONSE",
+		"STREAM_CLOSED", "TIMEOUT", "NETWORK", "ABORTED":
+		what = "The model call failed"
+	default:
+		if strings.HasPrefix(r.Code, "HTTP_") {
+			what = "The model call failed"
+		}
+	}
+	if hint == "" {
+		hint = defaultHint(r.Code)
+	}
+	msg := strings.TrimSpace(r.Message)
+	if msg == "" {
+		msg = "no reason was given"
+	}
+	if !strings.HasSuffix(msg, ".") {
+		msg += "."
+	}
+	if hint != "" {
+		msg += " " + hint
+	}
+	return what + ": " + msg
+}
+
+// defaultHint says what to do about an error code when the error brought
+// no hint of its own.
+func defaultHint(code string) string {
+	const again = "send the prompt again"
+	switch {
+	case code == "AUTH":
+		return "Check the API key dsh-acp runs with, then " + again + "."
+	case code == "RATE_LIMIT":
+		return "The provider is rate limiting: wait a minute, then " + again + "."
+	case code == "SERVER" || strings.HasPrefix(code, "HTTP_5"):
+		return "The provider's servers are failing: try again in a few minutes."
+	case code == "INVALID_REQUEST" || strings.HasPrefix(code, "HTTP_4"):
+		return "Check the model name and the model settings in the dsh-acp config."
+	case code == "STREAM_CLOSED" || code == "ABORTED" || code == "TIMEOUT" || code == "NETWORK":
+		return "Check the network connection, then " + again + "."
+	case code == "STEP_LIMIT" || code == "INVALID_HISTORY":
+		return "" // their message says what to do
+	}
+	return "If it keeps failing, dsh-acp's log (stderr) has the details; " + again + "."
+}
+
+// notSaved answers a prompt whose turn ran but whose events could not be
+// made durable: the session log lacks them, so the answer must not claim
+// the turn ended normally.
+func notSaved(err error) *Error {
+	return internalError("the turn's events could not be saved to the session log (%v); what the agent did in this turn may be lost when the session is loaded again — start a new session if this persists", err)
 }

@@ -45,6 +45,11 @@ type FakeAgent struct {
 	Hook func(ctx context.Context, s *FakeSession, text string)
 	// NewErr fails session/new.
 	NewErr error
+	// ResumeErr fails session/load of a stored session.
+	ResumeErr error
+	// Discard makes Prompt only record the text and end completed, logging
+	// nothing (to measure the wire alone).
+	Discard bool
 	// Knobs are each new session's config knobs (id → default value).
 	Knobs map[string]string
 	// Modes are the sessions' modes, default first (nil: not composed).
@@ -121,7 +126,7 @@ func (a *FakeAgent) LookupSession(_ context.Context, id string) (session.Header,
 	defer a.mu.Unlock()
 	h, ok := a.headers[id]
 	if !ok {
-		return session.Header{}, fmt.Errorf("session %q not found", id)
+		return session.Header{}, fmt.Errorf("session %q not found%w", id, errFakeNotFound)
 	}
 	return h, nil
 }
@@ -133,7 +138,10 @@ func (a *FakeAgent) ResumeSession(_ context.Context, id string) (Session, error)
 	evs := a.stored[id]
 	a.mu.Unlock()
 	if !ok {
-		return nil, fmt.Errorf("session %q not found", id)
+		return nil, fmt.Errorf("session %q not found%w", id, errFakeNotFound)
+	}
+	if a.ResumeErr != nil {
+		return nil, a.ResumeErr
 	}
 	return a.open(session.ResumeLog(h, evs, a.clock, nil)), nil
 }
@@ -195,6 +203,15 @@ type FakeSession struct {
 }
 
 var errFakeDisposed = errors.New("disposed")
+
+// errFakeNotFound wraps session.ErrNotFound without adding to the message
+// (`session "<id>" not found`, as the stores word it).
+var errFakeNotFound = emptyWrap{session.ErrNotFound}
+
+type emptyWrap struct{ err error }
+
+func (emptyWrap) Error() string   { return "" }
+func (e emptyWrap) Unwrap() error { return e.err }
 
 // ID implements Session.
 func (s *FakeSession) ID() string { return s.log.Header().ID }
@@ -347,6 +364,9 @@ func (s *FakeSession) Prompt(ctx context.Context, text string) session.EndReason
 
 	s.turnMu.Lock()
 	defer s.turnMu.Unlock()
+	if s.agent.Discard {
+		return s.finish(session.EndReason{Kind: session.EndCompleted})
+	}
 	if turnCtx.Err() != nil { // cancelled before it started: dropped, nothing logged
 		s.note("dropped")
 		return s.finish(s.abortReason(turnCtx))

@@ -139,9 +139,10 @@ func (h *Harness) finish() {
 		return
 	}
 	for _, line := range h.lines {
-		// Answers pop the methods sent with their id, in order.
+		// Answers pop the methods sent with their id, in order (an error
+		// with a null id answers no particular request).
 		method := ""
-		if id := frameID(line); id != nil && !isRequestFrame(line) {
+		if id := frameID(line); id != nil && !isRequestFrame(line) && !bytes.HasPrefix(line, []byte(`{"jsonrpc":"2.0","id":null,"error":`)) {
 			if q := h.methods[string(id)]; len(q) > 0 {
 				method, h.methods[string(id)] = q[0], q[1:]
 			}
@@ -159,13 +160,16 @@ func isRequestFrame(line []byte) bool {
 	return p.Method != nil
 }
 
-// frameID returns the raw id of an emitted frame (nil if none).
+// frameID returns the raw id of an emitted frame (nil if none; "null" for
+// a null id).
 func frameID(line []byte) json.RawMessage {
-	var p struct {
-		ID json.RawMessage `json:"id"`
-	}
+	var p map[string]json.RawMessage
 	_ = json.Unmarshal(line, &p)
-	return p.ID
+	id, ok := p["id"]
+	if ok && id == nil {
+		return json.RawMessage("null")
+	}
+	return id
 }
 
 // EOF closes the client's side of the input and waits (bounded) for Serve

@@ -33,7 +33,7 @@ func (s *Server) prompt(ctx context.Context, id jsonrpc2.ID, params json.RawMess
 		s.mu.Unlock()
 		return nil, invalidParams("a prompt is already in flight for this session")
 	}
-	text, err := flatten(req.Prompt)
+	text, err := flatten(req.Prompt, s.maxPrompt())
 	if err != nil {
 		s.mu.Unlock()
 		return nil, err
@@ -50,6 +50,14 @@ func (s *Server) prompt(ctx context.Context, id jsonrpc2.ID, params json.RawMess
 		defer s.work.Done()
 		defer cancel(nil)
 		reason := ls.s.Prompt(turnCtx, text)
+		// The answer claims the turn happened, so its events must be in the
+		// store (the agent flushed at turn/end; a failed flush left them
+		// pending, and this retries them).
+		if err := ls.s.Log().Flush(context.WithoutCancel(ctx)); err != nil {
+			s.log.Error().Err(err).Str("session", ls.s.ID()).Msg("turn not saved")
+			s.settle(ls, p, func() { s.answer(id, nil, notSaved(err)) })
+			return
+		}
 		s.mu.Lock()
 		cancelled := p.cancelled
 		s.mu.Unlock()
@@ -89,7 +97,7 @@ func (s *Server) answerTurn(id jsonrpc2.ID, r session.EndReason) {
 	case session.EndAborted, session.EndDisposed, session.EndRejected:
 		s.answer(id, PromptResponse{StopCancelled}, nil)
 	case session.EndError:
-		s.answer(id, nil, internalError("turn failed: %s", r.Message))
+		s.answer(id, nil, s.turnFailed(r))
 	default:
 		s.answer(id, PromptResponse{StopEndTurn}, nil)
 	}
@@ -130,27 +138,56 @@ func (s *Server) cancel(params json.RawMessage) {
 // errCancelled is the cause of a turn context cancelled by session/cancel.
 var errCancelled = errors.New("session/cancel")
 
-// flatten turns prompt blocks into the one user text the agent receives.
-func flatten(blocks []ContentBlock) (string, error) {
-	var b strings.Builder
-	for _, c := range blocks {
+// DefaultMaxPromptBytes bounds a prompt's text when
+// Options.MaxPromptBytes is zero.
+const DefaultMaxPromptBytes = 4 << 20
+
+func (s *Server) maxPrompt() int {
+	if s.opts.MaxPromptBytes > 0 {
+		return s.opts.MaxPromptBytes
+	}
+	return DefaultMaxPromptBytes
+}
+
+// flatten turns prompt blocks into the one user text the agent receives
+// (acp-bridge § 5), refusing more than max bytes of it. A single text block
+// is passed on without a copy; several are joined in one allocation.
+func flatten(blocks []ContentBlock, max int) (string, error) {
+	links := make([][]byte, len(blocks))
+	size := 0
+	for i, c := range blocks {
 		switch c.Type {
 		case "text":
-			b.WriteString(c.Text)
+			size += len(c.Text)
 		case "resource_link":
 			name, _ := jsonx.Marshal(c.Name)
 			uri, _ := jsonx.Marshal(c.URI)
-			b.WriteString("\n[resource_link name=")
-			b.Write(name)
-			b.WriteString(" uri=")
-			b.Write(uri)
-			b.WriteString("]\n")
+			links[i] = []byte("\n[resource_link name=" + string(name) + " uri=" + string(uri) + "]\n")
+			size += len(links[i])
 		default:
 			return "", invalidParams("only text and resource_link prompt content is supported; image/audio/embedded resource blocks are rejected rather than silently dropped")
 		}
 	}
-	if strings.TrimSpace(b.String()) == "" {
+	if size > max {
+		return "", invalidParams("prompt too large: %d bytes of text exceed the %s limit (maxPromptBytes); send less text, or reference large content as a file", size, formatSize(max))
+	}
+	var text string
+	if len(blocks) == 1 && blocks[0].Type == "text" {
+		text = blocks[0].Text
+	} else {
+		var b strings.Builder
+		b.Grow(size)
+		for i, c := range blocks {
+			if links[i] != nil {
+				b.Write(links[i])
+			} else {
+				b.WriteString(c.Text)
+			}
+		}
+		text = b.String()
+	}
+	if strings.TrimSpace(text) == "" {
 		return "", invalidParams("empty prompt")
 	}
-	return b.String(), nil
+	return text, nil
 }

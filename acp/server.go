@@ -64,6 +64,7 @@ func NewServer(agent Agent, opts Options, log zerolog.Logger) *Server {
 // (running turns end "disposed", logs are flushed) and returns.
 func (s *Server) Serve(ctx context.Context, r io.Reader, w io.Writer) error {
 	s.stream = NewLineStream(r, w, nil, s.log)
+	s.stream.SetMaxLine(s.opts.MaxLineBytes)
 	s.conn = jsonrpc2.NewConn(ctx, s.stream, s, jsonrpc2.SetLogger(zerologPrintf{s.log}))
 	close(s.connReady)
 	select {
@@ -112,9 +113,7 @@ func (s *Server) teardown(ctx context.Context) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			if err := ls.s.Close(ctx); err != nil {
-				s.log.Error().Err(err).Str("session", ls.s.ID()).Msg("dispose session")
-			}
+			s.dispose(ctx, ls.s)
 		}()
 	}
 	wg.Wait()

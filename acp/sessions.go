@@ -3,11 +3,15 @@ package acp
 import (
 	"context"
 	"encoding/json"
+	"errors"
+	"io/fs"
+	"os"
 	"path"
 	"strings"
 
 	"github.com/sourcegraph/jsonrpc2"
 
+	"github.com/dsh-acp/dsh-acp/internal/jsonx"
 	"github.com/dsh-acp/dsh-acp/session"
 )
 
@@ -29,6 +33,24 @@ func (s *Server) checkWorkspace(cwd string, extraDirs []string, mcpServers []jso
 	return nil
 }
 
+// checkCwdExists refuses (with CheckCwd) a cwd that is not an existing
+// directory: every tool of the session would fail in it.
+func (s *Server) checkCwdExists(cwd string) error {
+	if !s.opts.CheckCwd {
+		return nil
+	}
+	fi, err := os.Stat(cwd)
+	switch {
+	case errors.Is(err, fs.ErrNotExist):
+		return invalidParams("cwd does not exist: %s", cwd)
+	case err != nil:
+		return invalidParams("cwd cannot be used: %v", err)
+	case !fi.IsDir():
+		return invalidParams("cwd is not a directory: %s", cwd)
+	}
+	return nil
+}
+
 // newSession handles session/new.
 func (s *Server) newSession(ctx context.Context, params json.RawMessage) (any, error) {
 	if s.isClosed() {
@@ -39,6 +61,9 @@ func (s *Server) newSession(ctx context.Context, params json.RawMessage) (any, e
 		return nil, err
 	}
 	if err := s.checkWorkspace(req.Cwd, req.AdditionalDirectories, req.MCPServers); err != nil {
+		return nil, err
+	}
+	if err := s.checkCwdExists(req.Cwd); err != nil {
 		return nil, err
 	}
 	sess, err := s.agent.NewSession(ctx, req.Cwd)
@@ -60,7 +85,7 @@ func (s *Server) register(ctx context.Context, sess Session, terminal bool, clos
 	s.mu.Lock()
 	if s.closed {
 		s.mu.Unlock()
-		_ = sess.Close(ctx)
+		s.dispose(ctx, sess)
 		return closedErr
 	}
 	ls := &liveSession{s: sess, terminal: terminal, lastMode: sess.Mode()}
@@ -138,9 +163,12 @@ func (s *Server) resume(ctx context.Context, req LoadSessionRequest, terminal bo
 			return nil, invalidParams("session %s cwd mismatch: persisted %s, requested %s", req.SessionID, h.Cwd, req.Cwd)
 		}
 	}
+	if err := s.checkCwdExists(req.Cwd); err != nil {
+		return nil, err
+	}
 	sess, err := s.agent.ResumeSession(ctx, req.SessionID)
 	if err != nil {
-		return nil, err
+		return nil, s.resumeError(req.SessionID, err)
 	}
 	replay := newPresenter(sess.Tools(), sess.Log().Header().Cwd, terminal, true)
 	replay.window = s.opts.ContextWindow
@@ -153,6 +181,40 @@ func (s *Server) resume(ctx context.Context, req LoadSessionRequest, terminal bo
 		return nil, err
 	}
 	return LoadSessionResponse{ConfigOptions: configOptions(sess), Modes: modeState(sess)}, nil
+}
+
+// resumeError maps a failed resume: a session another process holds is
+// refused like one already loaded here; an unknown id is, with
+// ClearErrors, resource_not_found naming it (upstream: the store's plain
+// error, acp-bridge § 4).
+func (s *Server) resumeError(id string, err error) error {
+	var held *session.HeldError
+	switch {
+	case errors.As(err, &held):
+		who := "another process"
+		if h := held.Holder.String(); h != "" {
+			who += " (" + h + ")"
+		}
+		return invalidParams("session %s is already loaded by %s; close it there (or end that process) and load it again", id, who)
+	case s.opts.ClearErrors && errors.Is(err, session.ErrNotFound):
+		return &Error{Code: CodeResourceNotFound, Message: "Resource not found: no stored session " + id + " (it was deleted, or is stored under another sessions root)",
+			Data: jsonx.MustMarshal(struct {
+				SessionID string `json:"sessionId"`
+			}{id})}
+	}
+	return err
+}
+
+// dispose closes a session and gives up its ownership in the store, so
+// another process may load it.
+func (s *Server) dispose(ctx context.Context, sess Session) {
+	err := sess.Close(ctx)
+	if err == nil {
+		err = sess.Log().Close(ctx)
+	}
+	if err != nil {
+		s.log.Error().Err(err).Str("session", sess.ID()).Msg("dispose session")
+	}
 }
 
 // lookup returns a live session or the unknown-session error.

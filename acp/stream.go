@@ -17,21 +17,24 @@ import (
 )
 
 // rawIDPrefix marks a jsonrpc2 string ID that carries the raw JSON of an
-// inbound request id, so ids of any JSON type (negative, huge, fractional,
-// string) are echoed exactly as received.
+// inbound request id, so every id the ACP schema allows (strings, null and
+// integers of any spelling or size) is echoed exactly as received.
 const rawIDPrefix = "\x00raw:"
 
 // LineStream is the project-owned newline-delimited JSON framing under
-// sourcegraph/jsonrpc2. Reading: lines are trimmed, blank lines skipped,
-// messages of any size accepted; a line that is not JSON gets -32700, a batch
-// or a non-message object -32600, and the stream keeps serving. Writing: one
+// sourcegraph/jsonrpc2. Reading: lines are trimmed (a UTF-8 BOM too), blank
+// lines skipped; a line that is not JSON gets -32700, a batch, a non-object
+// message or a malformed envelope -32600, a line over the limit (SetMaxLine)
+// is discarded as it is read and answered -32600, and the stream keeps
+// serving. Writing: one
 // compact JSON object per line, keys in jsonrpc/id/method/params|result|error
 // order, no HTML escaping, all writes serialized.
 type LineStream struct {
-	r      *bufio.Reader
-	w      io.Writer
-	closer io.Closer
-	log    zerolog.Logger
+	r       *bufio.Reader
+	w       io.Writer
+	closer  io.Closer
+	log     zerolog.Logger
+	maxLine int // inbound line limit (SetMaxLine)
 
 	wmu     sync.Mutex
 	idle    *sync.Cond // signalled when a write finishes
@@ -51,7 +54,7 @@ type LineStream struct {
 
 // NewLineStream frames r and w. closer (may be nil) is closed by Close.
 func NewLineStream(r io.Reader, w io.Writer, closer io.Closer, log zerolog.Logger) *LineStream {
-	s := &LineStream{r: bufio.NewReaderSize(r, 64<<10), w: w, closer: closer, log: log, params: map[uint64]json.RawMessage{}}
+	s := &LineStream{r: bufio.NewReaderSize(r, 64<<10), w: w, closer: closer, log: log, maxLine: DefaultMaxLineBytes, params: map[uint64]json.RawMessage{}}
 	s.idle = sync.NewCond(&s.wmu)
 	s.wake = sync.NewCond(&s.wmu)
 	return s
@@ -61,9 +64,14 @@ func NewLineStream(r io.Reader, w io.Writer, closer io.Closer, log zerolog.Logge
 // itself and returns only well-formed messages (or the read error at EOF).
 func (s *LineStream) ReadObject(v any) error {
 	for {
-		line, err := s.r.ReadBytes('\n')
-		trimmed := bytes.TrimSpace(line)
-		if len(trimmed) > 0 {
+		ln, err := s.readLine()
+		if ln.over {
+			if msg := s.oversized(ln); msg != nil {
+				if uerr := json.Unmarshal(msg, v); uerr == nil {
+					return nil
+				}
+			}
+		} else if trimmed := trimLine(ln.data); len(trimmed) > 0 {
 			msg, rpcErr, id := s.inspect(trimmed)
 			if rpcErr == nil {
 				if uerr := json.Unmarshal(msg, v); uerr == nil {
@@ -85,78 +93,90 @@ func (s *LineStream) ReadObject(v any) error {
 	}
 }
 
+// utf8BOM is skipped at the start of a line (editors on Windows write it).
+var utf8BOM = []byte("\xEF\xBB\xBF")
+
+// trimLine drops surrounding whitespace (CR included) and a leading BOM.
+func trimLine(b []byte) []byte {
+	b = bytes.TrimSpace(b)
+	if bytes.HasPrefix(b, utf8BOM) {
+		b = bytes.TrimSpace(b[len(utf8BOM):])
+	}
+	return b
+}
+
 // inspect classifies one inbound line. It returns the message to hand to
 // jsonrpc2 (request ids rewritten to raw-id tokens, params set aside under a
 // key in "meta" so jsonrpc2 never re-encodes them), or an error to answer
 // with (Code 0: drop silently) and the id to answer to.
 func (s *LineStream) inspect(line []byte) (msg []byte, rpcErr *Error, id json.RawMessage) {
 	null := json.RawMessage("null")
-	if line[0] != '{' {
-		if !json.Valid(line) {
-			return nil, &Error{Code: jsonrpc2.CodeParseError, Message: "Parse error"}, null
-		}
-		return nil, &Error{Code: jsonrpc2.CodeInvalidRequest, Message: "Invalid Request", Data: detailsData("batch and non-object messages are not supported")}, null
+	if !json.Valid(line) {
+		return nil, &Error{Code: jsonrpc2.CodeParseError, Message: "Parse error"}, null
 	}
-	var probe struct {
-		ID     json.RawMessage `json:"id"`
-		Method *string         `json:"method"`
-		Params json.RawMessage `json:"params"`
-		Result json.RawMessage `json:"result"`
-		Error  json.RawMessage `json:"error"`
+	env, _, ok := scanEnvelope(line)
+	if !ok {
+		return nil, invalidRequest("batch and non-object messages are not supported"), null
 	}
-	if err := json.Unmarshal(line, &probe); err != nil {
-		var syntax *json.SyntaxError
-		if errors.As(err, &syntax) {
-			return nil, &Error{Code: jsonrpc2.CodeParseError, Message: "Parse error"}, null
-		}
-		return nil, &Error{Code: jsonrpc2.CodeInvalidRequest, Message: "Invalid Request", Data: detailsData(err.Error())}, null
-	}
-	hasID := probe.ID != nil
+	hasID := env.id != nil
 	replyID := null
-	if hasID && validID(probe.ID) {
-		replyID = probe.ID
+	if hasID && validID(env.id) {
+		replyID = env.id
 	}
 	switch {
-	case probe.Method != nil && (probe.Result != nil || probe.Error != nil):
-		return nil, &Error{Code: jsonrpc2.CodeInvalidRequest, Message: "Invalid Request", Data: detailsData("a message cannot be both a request and a response")}, replyID
-	case probe.Method != nil:
-		if hasID && !validID(probe.ID) {
-			return nil, &Error{Code: jsonrpc2.CodeInvalidRequest, Message: "Invalid Request", Data: detailsData("request id must be a string, a number or null")}, null
+	case env.method != nil && (env.result != nil || env.error != nil):
+		return nil, invalidRequest("a message cannot be both a request and a response"), replyID
+	case env.method != nil:
+		if hasID && !validID(env.id) {
+			return nil, invalidRequest("request id must be a string, an integer or null"), null
+		}
+		if env.method[0] != '"' {
+			return nil, invalidRequest("method must be a string"), replyID
+		}
+		if env.jsonrpc != nil && !isString(env.jsonrpc, "2.0") {
+			return nil, invalidRequest(`jsonrpc must be "2.0"`), replyID
+		}
+		var method string
+		if err := json.Unmarshal(env.method, &method); err != nil {
+			return nil, invalidRequest("method must be a string"), replyID
 		}
 		var b bytes.Buffer
 		b.WriteString(`{"jsonrpc":"2.0"`)
 		if hasID {
-			tok, _ := jsonx.Marshal(rawIDPrefix + string(probe.ID))
+			tok, _ := jsonx.Marshal(rawIDPrefix + string(env.id))
 			b.WriteString(`,"id":`)
 			b.Write(tok)
 		}
-		m, _ := jsonx.Marshal(*probe.Method)
+		m, _ := jsonx.Marshal(method)
 		b.WriteString(`,"method":`)
 		b.Write(m)
-		if probe.Params != nil {
+		if env.params != nil {
 			s.pmu.Lock()
 			key := s.nextKey
 			s.nextKey++
-			s.params[key] = probe.Params
+			s.params[key] = env.params // a span of line: no copy
 			s.pmu.Unlock()
 			b.WriteString(`,"meta":`)
 			b.WriteString(strconv.FormatUint(key, 10))
 		}
 		b.WriteByte('}')
 		return b.Bytes(), nil, nil
-	case probe.Result != nil || probe.Error != nil:
+	case env.result != nil || env.error != nil:
 		// A response to one of our calls: ids are our own integers.
 		return line, nil, nil
 	}
-	return nil, &Error{Code: jsonrpc2.CodeInvalidRequest, Message: "Invalid Request", Data: detailsData("message has neither method nor result/error")}, replyID
+	return nil, invalidRequest("message has neither method nor result/error"), replyID
 }
 
-func validID(raw json.RawMessage) bool {
-	switch raw[0] {
-	case '"', 'n', '-', '0', '1', '2', '3', '4', '5', '6', '7', '8', '9':
-		return true
-	}
-	return false
+// invalidRequest is -32600 with the reason in data.details.
+func invalidRequest(why string) *Error {
+	return &Error{Code: jsonrpc2.CodeInvalidRequest, Message: "Invalid Request", Data: detailsData(why)}
+}
+
+// isString reports whether raw is the JSON string want (escapes allowed).
+func isString(raw []byte, want string) bool {
+	var got string
+	return len(raw) > 0 && raw[0] == '"' && json.Unmarshal(raw, &got) == nil && got == want
 }
 
 // TakeParams returns (and forgets) the params ReadObject set aside for a

@@ -333,34 +333,3 @@ func TestPromptStreamsUpdatesInKeyOrder(t *testing.T) {
 	assert.Equal(t, want, got)
 	assert.Equal(t, []string{"hi"}, fa.Session(t, sid).Prompts())
 }
-
-// A prompt of at least 64 MiB in one line is read, handed to the agent
-// intact and answered; the connection keeps serving.
-func TestHugePromptLine(t *testing.T) {
-	if testing.Short() {
-		t.Skip("64 MiB line")
-	}
-	h, fa := newFakeHarness(t, Options{})
-	sid := h.NewSession("/work")
-	const size = 64 << 20
-	tail := "<&> end"
-	var b bytes.Buffer
-	b.Grow(size + 256)
-	b.WriteString(`{"jsonrpc":"2.0","id":9,"method":"session/prompt","params":{"sessionId":"` + sid + `","prompt":[{"type":"text","text":"`)
-	b.Write(bytes.Repeat([]byte("a"), size))
-	b.WriteString(tail + `"}]}}` + "\n")
-	require.GreaterOrEqual(t, b.Len(), size)
-	h.Expect("9", "session/prompt")
-	const bound = 2 * time.Minute // 64 MiB through several JSON passes under -race
-	h.SendRaw(b.Bytes(), bound)
-	b = bytes.Buffer{}
-	resp, _ := h.AwaitWithin("9", bound)
-	assert.Equal(t, `{"jsonrpc":"2.0","id":9,"result":{"stopReason":"end_turn"}}`, string(resp))
-	ps := fa.Session(t, sid).Prompts()
-	require.Len(t, ps, 1)
-	assert.Equal(t, size+len(tail), len(ps[0]))
-	assert.True(t, strings.HasSuffix(ps[0], "a"+tail))
-	assert.Equal(t, strings.Count(ps[0], "a"), size)
-	resp, _ = h.Roundtrip("10", "authenticate", "{}")
-	assert.Equal(t, `{"jsonrpc":"2.0","id":10,"result":{}}`, string(resp))
-}

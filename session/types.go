@@ -72,6 +72,9 @@ type EndReason struct {
 	Message string `json:"message,omitempty"`
 	Code    string `json:"code,omitempty"`
 	Reason  string `json:"reason,omitempty"`
+	// Hint tells the user what to do about an error end (a model error's
+	// llm.Error.Hint). It is shown to the editor, never logged.
+	Hint string `json:"-"`
 }
 
 // Turn end reason kinds.

@@ -117,7 +117,7 @@ func TestMissingKeyFailsPromptWithInstructions(t *testing.T) {
 	sid = r.Result.SessionID
 	s.send(`{"jsonrpc":"2.0","id":2,"method":"session/prompt","params":{"sessionId":"` + sid + `","prompt":[{"type":"text","text":"hi"}]}}`)
 	lines = s.until(`"id":2`)
-	require.Equal(t, `{"jsonrpc":"2.0","id":2,"error":{"code":-32603,"message":"Internal error: turn failed: no API key: set DEEPSEEK_API_KEY in the environment dsh-acp runs in (for Zed: the \"env\" of the agent_servers entry)"}}`, lines[len(lines)-1])
+	require.Equal(t, `{"jsonrpc":"2.0","id":2,"error":{"code":-32603,"message":"The model call failed: no API key: set DEEPSEEK_API_KEY in the environment dsh-acp runs in (for Zed: the \"env\" of the agent_servers entry). Check the API key dsh-acp runs with, then send the prompt again.","data":{"code":"AUTH","step":1}}}`, lines[len(lines)-1])
 }
 
 // TestLiveProviderAgainstDeepSeekSSE serves a recorded DeepSeek SSE stream
