@@ -381,6 +381,31 @@ func TestIdleTimeoutCountsKeepAlives(t *testing.T) {
 	require.Equal(t, okChunks, lines)
 }
 
+// TestIdleTimeoutIgnoresASlowConsumer checks that the idle timeout times
+// the network, not the caller: a consumer that takes longer than it over
+// one chunk still gets the rest of the stream.
+func TestIdleTimeoutIgnoresASlowConsumer(t *testing.T) {
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+		w.Header().Set("Content-Type", "text/event-stream")
+		_, _ = io.WriteString(w, sseReasoning)
+		w.(http.Flusher).Flush()
+		time.Sleep(10 * time.Millisecond) // a separate read for the rest
+		_, _ = io.WriteString(w, sseText+sseDone)
+	}))
+	defer srv.Close()
+	p := New(Config{BaseURL: srv.URL, IdleTimeout: 50 * time.Millisecond, MaxRetries: -1})
+	var lines []string
+	for c, err := range p.Stream(context.Background(), simpleRequest()) {
+		require.NoError(t, err)
+		b, _ := c.MarshalJSON()
+		lines = append(lines, string(b))
+		if len(lines) == 2 {
+			time.Sleep(200 * time.Millisecond) // four idle timeouts, busy
+		}
+	}
+	require.Equal(t, okChunks, lines)
+}
+
 func TestParseRetryAfter(t *testing.T) {
 	now := time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
 	cases := []struct {

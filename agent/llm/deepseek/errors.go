@@ -69,10 +69,7 @@ func httpError(status int, body []byte) *llm.Error {
 // or a non-2xx one). ctx is the call's context, actx the attempt's.
 func (p *Provider) sendFailure(ctx, actx context.Context, err error, retryAfter time.Duration) *failure {
 	if le, ok := errors.AsType[*llm.Error](err); ok {
-		reason, retry := retryableStatus(le.Status)
-		if le.Status == 0 || !retry {
-			reason = ""
-		}
+		reason, _ := retryableStatus(le.Status)
 		return &failure{err: le, reason: reason, retryAfter: retryAfter}
 	}
 	if ctxErr := ctx.Err(); ctxErr != nil {

@@ -143,7 +143,7 @@ func parseRetryAfter(h string, now time.Time) (time.Duration, bool) {
 }
 
 // retryableStatus reports whether an HTTP status is worth retrying, and
-// the reason a retry notice gives.
+// the reason a retry notice gives ("" when it is not).
 func retryableStatus(status int) (string, bool) {
 	s := "(HTTP " + strconv.Itoa(status) + ")"
 	switch status {

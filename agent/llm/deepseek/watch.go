@@ -64,18 +64,21 @@ const (
 )
 
 // watchdog enforces one attempt's header and idle timeouts with a single
-// timer that cancels the attempt's context. Reads only store a timestamp;
-// the timer re-arms itself lazily when it fires early, so the streaming
-// hot path never touches the timer.
+// timer that cancels the attempt's context. The idle timeout bounds how
+// long one read of the body waits for data, so a consumer slow to ask for
+// more never trips it. Reads only store a timestamp and a flag; the timer
+// re-arms itself lazily when it fires early, so the streaming hot path
+// never touches the timer.
 type watchdog struct {
-	cancel context.CancelCauseFunc
-	header time.Duration // <= 0: none
-	idle   time.Duration // <= 0: none
-	start  time.Time     // monotonic base of last
-	last   atomic.Int64  // nanoseconds since start of the last body read
-	phase  atomic.Int32
-	done   atomic.Bool
-	timer  *time.Timer // nil when neither timeout is set
+	cancel  context.CancelCauseFunc
+	header  time.Duration // <= 0: none
+	idle    time.Duration // <= 0: none
+	start   time.Time     // monotonic base of since
+	since   atomic.Int64  // nanoseconds from start to the start of the body read in progress
+	reading atomic.Bool   // a body read is in progress
+	phase   atomic.Int32
+	done    atomic.Bool
+	timer   *time.Timer // nil when neither timeout is set
 }
 
 // watch starts the header phase of an attempt whose context cancel
@@ -99,7 +102,6 @@ func (w *watchdog) body() {
 	if w.timer == nil {
 		return
 	}
-	w.touch()
 	w.phase.Store(phaseBody)
 	if w.idle <= 0 {
 		w.timer.Stop()
@@ -107,9 +109,6 @@ func (w *watchdog) body() {
 	}
 	w.timer.Reset(w.idle)
 }
-
-// touch records activity.
-func (w *watchdog) touch() { w.last.Store(int64(time.Since(w.start))) }
 
 // stop ends the watch; a timer firing late does nothing.
 func (w *watchdog) stop() {
@@ -131,25 +130,29 @@ func (w *watchdog) fire() {
 	if w.idle <= 0 {
 		return
 	}
-	quiet := time.Since(w.start) - time.Duration(w.last.Load())
-	if quiet < w.idle {
-		w.timer.Reset(w.idle - quiet)
+	if !w.reading.Load() {
+		w.timer.Reset(w.idle) // the consumer is busy, not the network
+		return
+	}
+	waited := time.Since(w.start) - time.Duration(w.since.Load())
+	if waited < w.idle {
+		w.timer.Reset(w.idle - waited)
 		return
 	}
 	w.cancel(&timeoutError{what: stallIdle, after: w.idle})
 }
 
-// watchedBody is a response body whose reads feed the watchdog.
+// watchedBody is a response body whose reads the watchdog times.
 type watchedBody struct {
 	io.ReadCloser
 	w *watchdog
 }
 
 func (b *watchedBody) Read(p []byte) (int, error) {
+	b.w.since.Store(int64(time.Since(b.w.start)))
+	b.w.reading.Store(true)
 	n, err := b.ReadCloser.Read(p)
-	if n > 0 {
-		b.w.touch()
-	}
+	b.w.reading.Store(false)
 	return n, err
 }
 
