@@ -202,7 +202,7 @@ const (
 // Built reports whether this build implements feature.
 func Built(feature string) bool {
 	switch feature {
-	case FeatureHooks, FeatureCodeMode, FeatureSubagents, FeatureWorkflow, FeatureRepeatGuard:
+	case FeatureCodeMode, FeatureSubagents, FeatureWorkflow, FeatureRepeatGuard:
 		return false
 	}
 	return true

@@ -65,6 +65,7 @@ func (c Composition) NewServer(o ServerOptions) *acp.Server {
 		Commands:       c.Commands(),
 		DurableKnobs:   !c.Upstream,
 		MaxSteps:       o.MaxSteps,
+		Members:        c.members(o),
 	})
 	srv := acp.NewServer(acp.FromRuntime(rt), acp.Options{
 		AgentName:           "dsh-acp",
@@ -75,6 +76,8 @@ func (c Composition) NewServer(o ServerOptions) *acp.Server {
 		OfferAllowAlways:    !c.Upstream,
 		ListSessions:        !c.Upstream,
 		CancelAfterTeardown: !c.Upstream,
+		CheckCwd:            !c.Upstream,
+		ClearErrors:         !c.Upstream,
 	}, o.Log)
 	asker.srv = srv
 	if approvals != nil {

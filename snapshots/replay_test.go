@@ -45,6 +45,17 @@ var mustPass = []string{
 	"sandbox-acp-agent/escalation-approved",
 	"sandbox-acp-agent/config-options",
 	"plan-acp-agent/modes-advertise",
+	"acp-agent/hook-cc-posttool-block",
+	"acp-agent/hook-cc-posttool-context",
+	"acp-agent/hook-cc-pretool-ask",
+	"acp-agent/hook-cc-promptsubmit-block",
+	"acp-agent/hook-cc-promptsubmit-context",
+	"acp-agent/hook-cc-stop-continue",
+	"acp-agent/hook-codex-posttool-block",
+	"acp-agent/hook-codex-pretool-block",
+	"acp-agent/hook-codex-promptsubmit-block",
+	"acp-agent/hook-codex-promptsubmit-context",
+	"acp-agent/hook-codex-stop-continue",
 }
 
 func TestUpstreamScenariosReplayInProcess(t *testing.T) {
