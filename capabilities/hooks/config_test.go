@@ -94,7 +94,7 @@ func TestMatchers(t *testing.T) {
 		{Claude, s(""), "bash", true},
 		{Claude, s("*"), "", true},
 		{Claude, s("bash"), "bash", true},
-		{Claude, s("bash"), "bash_x", false},        // literal: exact
+		{Claude, s("bash"), "bash_x", false},         // literal: exact
 		{Claude, s("Edit|Write|bash"), "bash", true}, // alternatives
 		{Claude, s("Edit|Write"), "", false},
 		{Claude, s("ba.h"), "xbashx", true}, // regex, unanchored
