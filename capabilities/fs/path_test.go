@@ -24,6 +24,11 @@ func TestConfineRefusesEscapes(t *testing.T) {
 	require.NoError(t, os.Symlink(secret, filepath.Join(root, "file-link")))
 	require.NoError(t, os.Symlink(away, filepath.Join(root, "dir-link")))
 	require.NoError(t, os.Symlink("../away/new.txt", filepath.Join(root, "dangling-link")))
+	require.NoError(t, os.Symlink("../away/secret.txt", filepath.Join(root, "file-rel")))
+	require.NoError(t, os.Symlink("../away", filepath.Join(root, "dir-rel")))
+	require.NoError(t, os.Symlink("/proc/self/root"+away, filepath.Join(root, "proc-link")))
+	require.NoError(t, os.Symlink("loop-b", filepath.Join(root, "loop-a")))
+	require.NoError(t, os.Symlink("loop-a", filepath.Join(root, "loop-b")))
 
 	h := newHarnessIn(t, root, true)
 	for _, tc := range []struct{ arg, display string }{
@@ -34,6 +39,11 @@ func TestConfineRefusesEscapes(t *testing.T) {
 		{"file-link", filepath.Join(root, "file-link")},
 		{"dir-link/secret.txt", filepath.Join(root, "dir-link/secret.txt")},
 		{"dir-link/new/deeper.txt", filepath.Join(root, "dir-link/new/deeper.txt")},
+		{"file-rel", filepath.Join(root, "file-rel")},
+		{"dir-rel/secret.txt", filepath.Join(root, "dir-rel/secret.txt")},
+		{"dir-rel/new/deeper.txt", filepath.Join(root, "dir-rel/new/deeper.txt")},
+		{"/proc/self/root" + secret, "/proc/self/root" + secret},
+		{"proc-link/secret.txt", filepath.Join(root, "proc-link/secret.txt")},
 	} {
 		msg := outside(tc.display, root)
 		h.fails("read", map[string]any{"file_path": tc.arg}, msg, CodeOutsideRoot)
@@ -44,6 +54,14 @@ func TestConfineRefusesEscapes(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, "s3cret\n", string(got))
 	require.NoFileExists(t, filepath.Join(away, "new", "deeper.txt"))
+	entries, err := os.ReadDir(away)
+	require.NoError(t, err)
+	require.Len(t, entries, 1, "nothing was created outside")
+
+	// A link loop is an I/O error, not an escape.
+	loop := filepath.Join(root, "loop-a")
+	h.fails("read", map[string]any{"file_path": "loop-a"}, `cannot read "`+loop+`": too many levels of symbolic links`, "")
+	h.fails("write", map[string]any{"file_path": "loop-a/x", "content": "x"}, `cannot write "`+loop+`/x": too many levels of symbolic links`, "")
 
 	// A dangling link that points outside is refused without looking
 	// there; its target is never created.
@@ -72,6 +90,7 @@ func TestConfineAllowsInsideLinks(t *testing.T) {
 	require.NoError(t, os.WriteFile(filepath.Join(real, "sub", "target.txt"), []byte("t\n"), 0o644))
 	require.NoError(t, os.Symlink("sub/target.txt", filepath.Join(real, "alias.txt")))
 	require.NoError(t, os.Symlink("sub", filepath.Join(real, "subdir")))
+	require.NoError(t, os.Symlink(filepath.Join(real, "sub", "target.txt"), filepath.Join(real, "abs-alias.txt")))
 	// The session root itself is reached through a symbolic link.
 	linkedRoot := filepath.Join(base, "linked-root")
 	require.NoError(t, os.Symlink(real, linkedRoot))
@@ -87,6 +106,13 @@ func TestConfineAllowsInsideLinks(t *testing.T) {
 	require.FileExists(t, filepath.Join(real, "sub", "new", "file.txt"))
 	h.ok("read", map[string]any{"file_path": filepath.Join(real, "sub", "target.txt")}) // absolute real path inside
 	h.ok("read", map[string]any{"file_path": "./sub/../alias.txt"})
+	// An absolute link whose target lies inside the root's real path.
+	abs := filepath.Join(linkedRoot, "abs-alias.txt")
+	require.Equal(t, readText(abs, "1: u", "(End of file - total 1 lines)"), h.ok("read", map[string]any{"file_path": "abs-alias.txt"}))
+	h.ok("edit", map[string]any{"file_path": "abs-alias.txt", "old_string": "u", "new_string": "v"})
+	got, err = os.ReadFile(filepath.Join(real, "sub", "target.txt"))
+	require.NoError(t, err)
+	require.Equal(t, "v\n", string(got))
 }
 
 func TestResolve(t *testing.T) {
