@@ -94,7 +94,19 @@ func (f *FS) fast(root int, rel string, follow bool) (loc, bool) {
 	return l, true
 }
 
-// walker resolves a path one component at a time.
+// walker resolves a path one component at a time: openat(O_NOFOLLOW) per
+// directory relative to the previous one, readlinkat for a symbolic link,
+// whose target continues from the directory it was found in (an absolute
+// one from the root, translated when it lies beneath it), at most maxLinks
+// links, ".." popping a directory it entered and refused at the root.
+//
+// The standard library's os.Root (Go 1.24+) does the same kind of walk
+// safely, but cannot serve here: it refuses every absolute symbolic link,
+// even one whose target lies inside the root (which must keep working);
+// it does not refuse /proc magic links; and it hands out no directory
+// descriptors, so the staging file, the rename and the directory's fsync
+// could not share the one resolution, and no directory identity would be
+// left for FileInfo.ID.
 type walker struct {
 	f     *FS
 	stack []int // open directories from the root (stack[0]) down

@@ -8,6 +8,8 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/dsh-acp/dsh-acp/capabilities"
+	"github.com/dsh-acp/dsh-acp/capabilities/localfs"
 	"github.com/dsh-acp/dsh-acp/session"
 )
 
@@ -108,4 +110,70 @@ func TestRevertRefusesDeletedFileAndRestoresBinary(t *testing.T) {
 	require.Equal(t, []string{bin}, r.Restored)
 	require.Equal(t, "the file no longer exists", r.Refused[0].Reason)
 	require.Equal(t, string([]byte{0xff, 0x00, 0xfe}), read(t, bin))
+}
+
+// TestRevertFilesStaysConfined: a journal path whose directory was swapped
+// for a link to the outside since the agent wrote it is refused by a
+// confined Files, even when the outside file holds exactly the content the
+// agent wrote.
+func TestRevertFilesStaysConfined(t *testing.T) {
+	base, err := filepath.EvalSymlinks(t.TempDir())
+	require.NoError(t, err)
+	root, away := filepath.Join(base, "root"), filepath.Join(base, "away")
+	require.NoError(t, os.MkdirAll(filepath.Join(root, "d"), 0o755))
+	require.NoError(t, os.MkdirAll(away, 0o755))
+	inside, created := filepath.Join(root, "d", "f.txt"), filepath.Join(root, "d", "new.txt")
+	require.NoError(t, os.WriteFile(inside, []byte("before"), 0o644))
+	l := newLog()
+	turn(l, 1)
+	write(t, l, inside, "after")
+	write(t, l, created, "created")
+	// The attack: d becomes a link to away, where the same names hold the
+	// same content.
+	require.NoError(t, os.Rename(filepath.Join(root, "d"), filepath.Join(base, "moved")))
+	require.NoError(t, os.Symlink(away, filepath.Join(root, "d")))
+	require.NoError(t, os.WriteFile(filepath.Join(away, "f.txt"), []byte("after"), 0o644))
+	require.NoError(t, os.WriteFile(filepath.Join(away, "new.txt"), []byte("created"), 0o644))
+
+	files, err := localfs.New(root)
+	require.NoError(t, err)
+	r, ok := RevertFiles(context.Background(), l, files)
+	require.True(t, ok)
+	require.Empty(t, r.Restored)
+	require.Equal(t, []Refusal{
+		{Path: created, Reason: "cannot read it: " + capabilities.ErrOutsideRoot.Error()},
+		{Path: inside, Reason: "cannot read it: " + capabilities.ErrOutsideRoot.Error()},
+	}, r.Refused)
+	require.Equal(t, "after", read(t, filepath.Join(away, "f.txt")), "nothing outside is restored")
+	require.Equal(t, "created", read(t, filepath.Join(away, "new.txt")), "nothing outside is removed")
+}
+
+// TestRevertFilesWritesThroughTheSeam restores through a confined Files
+// inside the root: content, mode, and the link the agent wrote through.
+func TestRevertFilesWritesThroughTheSeam(t *testing.T) {
+	root, err := filepath.EvalSymlinks(t.TempDir())
+	require.NoError(t, err)
+	real, link := filepath.Join(root, "real.txt"), filepath.Join(root, "link.txt")
+	require.NoError(t, os.WriteFile(real, []byte("v0"), 0o751))
+	require.NoError(t, os.Symlink("real.txt", link))
+	l := newLog()
+	turn(l, 1)
+	Record(l, "call", link, true, []byte("v0"), []byte("v1"))
+	require.NoError(t, os.WriteFile(real, []byte("v1"), 0o751))
+
+	files, err := localfs.New(root)
+	require.NoError(t, err)
+	r, ok := RevertFiles(context.Background(), l, files)
+	require.True(t, ok)
+	require.Equal(t, []string{link}, r.Restored)
+	require.Equal(t, "v0", read(t, real))
+	fi, err := os.Lstat(link)
+	require.NoError(t, err)
+	require.Equal(t, os.ModeSymlink, fi.Mode().Type(), "the link is still a link")
+	fi, err = os.Stat(real)
+	require.NoError(t, err)
+	require.Equal(t, os.FileMode(0o751), fi.Mode().Perm())
+	entries, err := os.ReadDir(root)
+	require.NoError(t, err)
+	require.Len(t, entries, 2, "no staging residue")
 }
