@@ -58,6 +58,8 @@ type Composition struct {
 	Modes bool `json:"modes,omitempty"`
 	// Hooks mounts the Claude Code and Codex hook bridges.
 	Hooks bool `json:"hooks,omitempty"`
+	// RepeatGuard mounts the repeat-tool guard (thresholds 3, 5, 8).
+	RepeatGuard bool `json:"repeatGuard,omitempty"`
 	// Undo mounts the edit journal's /undo command.
 	Undo bool `json:"undo,omitempty"`
 	// ToolMode is "native" (default), "code" or "both".
@@ -78,11 +80,11 @@ const sandboxPersona = "You are a coding assistant running on the {{model}} mode
 
 // Builtin returns the named built-in composition.
 func Builtin(name string) (Composition, bool) {
-	acpAgent := Composition{Name: "acp-agent", Model: DefaultModel, Persona: codingPersona, Upstream: true, Hooks: true,
+	acpAgent := Composition{Name: "acp-agent", Model: DefaultModel, Persona: codingPersona, Upstream: true, Hooks: true, RepeatGuard: true,
 		Tools: []string{FamilyFS, FamilyBash, FamilyTodo, FamilySubagent, FamilyWorkflow}}
 	switch name {
 	case "default":
-		return Composition{Name: "default", Model: DefaultModel, Persona: codingPersona, Hooks: true, Undo: true, Modes: true,
+		return Composition{Name: "default", Model: DefaultModel, Persona: codingPersona, Hooks: true, RepeatGuard: true, Undo: true, Modes: true,
 			ContextWindow: 131072,
 			Sandbox:       "workspace-write", Approval: "ask",
 			Tools: []string{FamilyFS, FamilyBash, FamilyTodo, FamilyPlan, FamilyAsk, FamilySubagent, FamilyWorkflow}}, true
@@ -202,7 +204,7 @@ const (
 // Built reports whether this build implements feature.
 func Built(feature string) bool {
 	switch feature {
-	case FeatureCodeMode, FeatureSubagents, FeatureWorkflow, FeatureRepeatGuard:
+	case FeatureCodeMode, FeatureSubagents, FeatureWorkflow:
 		return false
 	}
 	return true

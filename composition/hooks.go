@@ -7,6 +7,7 @@ import (
 	"github.com/rs/zerolog"
 
 	"github.com/dsh-acp/dsh-acp/agent/pipeline"
+	"github.com/dsh-acp/dsh-acp/capabilities/guard"
 	"github.com/dsh-acp/dsh-acp/capabilities/hooks"
 )
 
@@ -22,15 +23,26 @@ const (
 type memberFactory func(s pipeline.Session) []any
 
 // members wires the composition's pipeline members: the repeat-tool guard
-// and the hook bridges. Hook files are read once, here.
+// (one per session), then the hook bridges. Hook files are read once, here.
 func (c Composition) members(o ServerOptions) memberFactory {
-	if !c.Hooks {
+	var bridges memberFactory
+	switch {
+	case c.Hooks && c.Upstream:
+		bridges = c.upstreamMembers(o)
+	}
+	if !c.RepeatGuard && bridges == nil {
 		return nil
 	}
-	if c.Upstream {
-		return c.upstreamMembers(o)
+	return func(s pipeline.Session) []any {
+		var ms []any
+		if c.RepeatGuard {
+			ms = append(ms, guard.New(nil))
+		}
+		if bridges != nil {
+			ms = append(ms, bridges(s)...)
+		}
+		return ms
 	}
-	return nil
 }
 
 // upstreamMembers is upstream's composition: the Claude bridge over

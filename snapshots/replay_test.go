@@ -56,6 +56,7 @@ var mustPass = []string{
 	"acp-agent/hook-codex-promptsubmit-block",
 	"acp-agent/hook-codex-promptsubmit-context",
 	"acp-agent/hook-codex-stop-continue",
+	"acp-agent/repeat-tool-guard",
 }
 
 func TestUpstreamScenariosReplayInProcess(t *testing.T) {
