@@ -15,7 +15,7 @@ import (
 func TestCanonicalSortsKeysAsJavaScriptDoes(t *testing.T) {
 	for in, want := range map[string]string{
 		`{"todos": [{"status": "in_progress", "content": "watch the kettle boil"}]}`: `{"todos":[{"content":"watch the kettle boil","status":"in_progress"}]}`,
-		`{"b":1,"a":{"d":[3,{"z":1,"y":2}],"c":null}}`:                              `{"a":{"c":null,"d":[3,{"y":2,"z":1}]},"b":1}`,
+		`{"b":1,"a":{"d":[3,{"z":1,"y":2}],"c":null}}`:                               `{"a":{"c":null,"d":[3,{"y":2,"z":1}]},"b":1}`,
 		`{"n":1.0,"m":1e21,"k":0.0000001,"j":-0,"i":123456789012,"h":1.5}`:           `{"h":1.5,"i":123456789012,"j":0,"k":1e-7,"m":1e+21,"n":1}`,
 		`{"10":"a","9":"b","x":"c","01":"d"}`:                                        `{"9":"b","10":"a","01":"d","x":"c"}`,
 		`{"s":"<tag> & \u2028 \"q\""}`:                                               "{\"s\":\"<tag> & \u2028 \\\"q\\\"\"}",
