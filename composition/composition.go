@@ -16,6 +16,7 @@ import (
 	"github.com/dsh-acp/dsh-acp/capabilities/ask"
 	"github.com/dsh-acp/dsh-acp/capabilities/bash"
 	"github.com/dsh-acp/dsh-acp/capabilities/fs"
+	"github.com/dsh-acp/dsh-acp/capabilities/localfs"
 	"github.com/dsh-acp/dsh-acp/capabilities/plan"
 	"github.com/dsh-acp/dsh-acp/capabilities/todo"
 	"github.com/dsh-acp/dsh-acp/capabilities/undo"
@@ -244,6 +245,11 @@ func (c Composition) Registry(env capabilities.Env, deps Deps) *capabilities.Reg
 	var tools []capabilities.Tool
 	if c.Has(FamilyFS) {
 		opts := fs.Options{Confine: !c.Upstream}
+		if !c.Upstream && c.Sandbox != "" {
+			// File tools obey the session's sandbox mode like bash: writes
+			// under read-only and paths outside the root ask first.
+			opts.Gate = &fs.ModeGate{Mode: c.sessionMode, Approver: deps.Approver, Remember: rememberMode}
+		}
 		if c.Undo && env != nil {
 			opts.OnChange = func(_ context.Context, ch fs.Change) {
 				undo.Record(env.Log(), ch.CallID, ch.Path, ch.Existed, ch.Before, ch.After)
@@ -284,23 +290,11 @@ func (c Composition) bashOptions(env capabilities.Env, deps Deps) bash.Options {
 	if confiner == nil {
 		confiner = unconfinable{}
 	}
-	def := c.Sandbox
 	o.Sandbox = &bash.Sandboxing{
 		Confiner: confiner,
 		Approver: deps.Approver,
-		Mode: func(call *capabilities.Call) string {
-			if k, ok := call.Session.(knobs); ok {
-				if v, ok := k.Knob("sandbox-mode"); ok {
-					return v
-				}
-			}
-			return def
-		},
-		Remember: func(call *capabilities.Call, mode string) {
-			if k, ok := call.Session.(knobSetter); ok {
-				k.SetKnob("sandbox-mode", mode)
-			}
-		},
+		Mode:     c.sessionMode,
+		Remember: rememberMode,
 		Root: func(call *capabilities.Call) string {
 			// Upstream confines to the launch directory; editor users get
 			// the project the session was opened on.
@@ -311,6 +305,25 @@ func (c Composition) bashOptions(env capabilities.Env, deps Deps) bash.Options {
 		},
 	}
 	return o
+}
+
+// sessionMode is the calling session's sandbox mode: its knob, else the
+// composition default.
+func (c Composition) sessionMode(call *capabilities.Call) string {
+	if k, ok := call.Session.(knobs); ok {
+		if v, ok := k.Knob("sandbox-mode"); ok {
+			return v
+		}
+	}
+	return c.Sandbox
+}
+
+// rememberMode widens the calling session's sandbox mode after an "always
+// allow" answer.
+func rememberMode(call *capabilities.Call, mode string) {
+	if k, ok := call.Session.(knobSetter); ok {
+		k.SetKnob("sandbox-mode", mode)
+	}
 }
 
 // unconfinable has no sandbox backend: every confined run fails closed.
@@ -329,7 +342,11 @@ func (c Composition) Commands() []agent.Command {
 		Name:        "undo",
 		Description: "Revert the file changes of the agent's last turn (files you edited since are left alone)",
 		Run: func(ctx context.Context, s *agent.Session, _ string) string {
-			r, ok := undo.Revert(ctx, s.Log())
+			files, err := localfs.NewRouted(s.Cwd())
+			if err != nil {
+				return "Cannot undo: " + err.Error()
+			}
+			r, ok := undo.RevertFiles(ctx, s.Log(), files)
 			if !ok {
 				return undo.NothingToUndo
 			}
