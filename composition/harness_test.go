@@ -455,8 +455,14 @@ func serve(t *testing.T, name string, store session.Store, launchDir string, p *
 	require.True(t, ok, name)
 	confiner, err := sandbox.NewDefaultProvider()
 	require.NoError(t, err)
+	home := t.TempDir() // the user's hook files are the test's, never the machine's
 	srv := comp.NewServer(composition.ServerOptions{Provider: p, Store: store, Log: zerolog.Nop(), Version: "test",
-		LaunchDir: launchDir, Confiner: confiner})
+		LaunchDir: launchDir, Confiner: confiner, Getenv: func(k string) string {
+			if k == "HOME" {
+				return home
+			}
+			return ""
+		}})
 	inR, inW := io.Pipe()
 	outR, outW := io.Pipe()
 	done := make(chan struct{})

@@ -7,6 +7,7 @@ import (
 	"github.com/rs/zerolog"
 
 	"github.com/dsh-acp/dsh-acp/agent/pipeline"
+	"github.com/dsh-acp/dsh-acp/approval"
 	"github.com/dsh-acp/dsh-acp/capabilities/guard"
 	"github.com/dsh-acp/dsh-acp/capabilities/hooks"
 )
@@ -24,11 +25,13 @@ type memberFactory func(s pipeline.Session) []any
 
 // members wires the composition's pipeline members: the repeat-tool guard
 // (one per session), then the hook bridges. Hook files are read once, here.
-func (c Composition) members(o ServerOptions) memberFactory {
+func (c Composition) members(o ServerOptions, approvals *approval.Service) memberFactory {
 	var bridges memberFactory
 	switch {
 	case c.Hooks && c.Upstream:
 		bridges = c.upstreamMembers(o)
+	case c.Hooks:
+		bridges = c.defaultMembers(o, approvals)
 	}
 	if !c.RepeatGuard && bridges == nil {
 		return nil

@@ -32,6 +32,9 @@ type ServerOptions struct {
 	Confiner bash.Confiner
 	// MaxSteps caps the model calls of one turn (zero: agent.DefaultMaxSteps).
 	MaxSteps int
+	// Getenv reads the environment that locates the user's files (HOME,
+	// XDG_STATE_HOME, CLAUDE_CONFIG_DIR, CODEX_HOME); nil means os.Getenv.
+	Getenv func(string) string
 }
 
 // NewServer wires an ACP bridge serving this composition.
@@ -65,7 +68,7 @@ func (c Composition) NewServer(o ServerOptions) *acp.Server {
 		Commands:       c.Commands(),
 		DurableKnobs:   !c.Upstream,
 		MaxSteps:       o.MaxSteps,
-		Members:        c.members(o),
+		Members:        c.members(o, approvals),
 	})
 	srv := acp.NewServer(acp.FromRuntime(rt), acp.Options{
 		AgentName:           "dsh-acp",

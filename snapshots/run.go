@@ -35,9 +35,30 @@ type Launched struct {
 }
 
 // Launcher starts the agent for one scenario run with cwd as its working
-// directory and sessionsRoot as its store.
+// directory, sessionsRoot as its store and home as the user's home
+// directory (seeded from the scenario's home/, so user-level files such as
+// ~/.claude/settings.json are the scenario's, never the machine's).
 type Launcher interface {
-	Launch(ctx context.Context, sc *Scenario, cwd, sessionsRoot string) (*Launched, error)
+	Launch(ctx context.Context, sc *Scenario, cwd, sessionsRoot, home string) (*Launched, error)
+}
+
+// homeEnv is the environment of a run whose home is home: the variables
+// that locate user files point into it (or are cleared, so their defaults
+// under HOME apply).
+func homeEnv(home string) []string {
+	return []string{"HOME=" + home, "XDG_CONFIG_HOME=", "XDG_STATE_HOME=", "CLAUDE_CONFIG_DIR=", "CODEX_HOME="}
+}
+
+// getenvWith returns a getenv that reads env first, then the process's.
+func getenvWith(env []string) func(string) string {
+	return func(k string) string {
+		for _, kv := range env {
+			if name, v, _ := strings.Cut(kv, "="); name == k {
+				return v
+			}
+		}
+		return os.Getenv(k)
+	}
 }
 
 // InProcess runs the agent inside this process over pipes. The process
@@ -51,7 +72,7 @@ type InProcess struct {
 }
 
 // Launch implements Launcher.
-func (p InProcess) Launch(ctx context.Context, sc *Scenario, cwd, sessionsRoot string) (*Launched, error) {
+func (p InProcess) Launch(ctx context.Context, sc *Scenario, cwd, sessionsRoot, home string) (*Launched, error) {
 	comp, err := composition.Load(sc.Meta.Composition)
 	if err != nil {
 		return nil, err
@@ -78,7 +99,8 @@ func (p InProcess) Launch(ctx context.Context, sc *Scenario, cwd, sessionsRoot s
 	}
 	var stderr syncBuffer
 	log := zerolog.New(&stderr).Level(zerolog.InfoLevel)
-	srv := comp.NewServer(composition.ServerOptions{Provider: provider, Store: store, Log: log, Version: p.Version, LaunchDir: cwd, Confiner: confiner})
+	srv := comp.NewServer(composition.ServerOptions{Provider: provider, Store: store, Log: log, Version: p.Version, LaunchDir: cwd, Confiner: confiner,
+		Getenv: getenvWith(homeEnv(home))})
 	inR, inW := io.Pipe()
 	outR, outW := io.Pipe()
 	done := make(chan error, 1)
@@ -98,7 +120,7 @@ type Subprocess struct {
 }
 
 // Launch implements Launcher.
-func (p Subprocess) Launch(ctx context.Context, sc *Scenario, cwd, sessionsRoot string) (*Launched, error) {
+func (p Subprocess) Launch(ctx context.Context, sc *Scenario, cwd, sessionsRoot, home string) (*Launched, error) {
 	args := []string{"--composition", sc.Meta.Composition, "--sessions-root", sessionsRoot, "--model-replay", sc.File("session.jsonl")}
 	if _, err := os.Stat(sc.File("replay.override.json")); err == nil {
 		args = append(args, "--model-replay-override", sc.File("replay.override.json"))
@@ -108,7 +130,7 @@ func (p Subprocess) Launch(ctx context.Context, sc *Scenario, cwd, sessionsRoot 
 	}
 	cmd := exec.Command(p.Binary, args...)
 	cmd.Dir = cwd
-	cmd.Env = append(os.Environ(), "DSH_SNAPSHOT=replay")
+	cmd.Env = append(append(os.Environ(), "DSH_SNAPSHOT=replay"), homeEnv(home)...)
 	var stderr syncBuffer
 	cmd.Stderr = &stderr
 	stdin, err := cmd.StdinPipe()
@@ -175,12 +197,22 @@ func Run(ctx context.Context, sc *Scenario, l Launcher, o Options) Result {
 		return res
 	}
 	defer os.RemoveAll(root)
+	home, err := os.MkdirTemp("", "acp-snap-home-")
+	if err != nil {
+		res.Message = err.Error()
+		return res
+	}
+	defer os.RemoveAll(home)
+	if err := copyTree(sc.File("home"), home); err != nil {
+		res.Message = "seed home: " + err.Error()
+		return res
+	}
 	if err := copyTree(sc.File("workspace"), cwd); err != nil {
 		res.Message = "seed workspace: " + err.Error()
 		return res
 	}
 
-	run, err := l.Launch(ctx, sc, cwd, root)
+	run, err := l.Launch(ctx, sc, cwd, root, home)
 	if err != nil {
 		res.Message = "launch agent: " + err.Error()
 		return res

@@ -19,11 +19,11 @@ type Counter struct{ n atomic.Int64 }
 
 func (c *Counter) next() int64 { return c.n.Add(1) }
 
-// Consent decides whether a session may run hooks that need the user's
-// agreement (a project's hooks). It is asked when such a hook would run;
-// commands lists them.
+// Consent decides whether a session may run the hooks that need the
+// user's agreement (Group.Untrusted: a project's hooks). It is asked each
+// time such a hook would run, and remembers what it can.
 type Consent interface {
-	Allow(ctx context.Context, s pipeline.Session, commands []string) bool
+	Allow(ctx context.Context, s pipeline.Session) bool
 }
 
 // Bridge is one dialect's hooks on the turn pipeline: a member of the
@@ -43,10 +43,8 @@ type Bridge struct {
 	// ProjectDir, when set, replaces ${CLAUDE_PROJECT_DIR} in Claude
 	// commands with the session's working directory.
 	ProjectDir bool
-	// Untrusted marks the groups (by index per point) that need Consent
-	// before they run; nil: every group runs.
-	Untrusted func(point string, group int) bool
-	// Consent is asked before an untrusted group runs.
+	// Consent is asked before an untrusted group runs (nil: untrusted
+	// groups never run).
 	Consent Consent
 
 	own Counter
@@ -96,7 +94,7 @@ func (b *Bridge) point(ctx context.Context, s pipeline.Session, e event, query s
 		if !g.Matches(query) {
 			continue
 		}
-		if b.Untrusted != nil && b.Untrusted(e.point, gi) && !b.consent(ctx, s) {
+		if g.Untrusted && (b.Consent == nil || !b.Consent.Allow(ctx, s)) {
 			continue
 		}
 		for _, h := range g.Hooks {
@@ -143,13 +141,6 @@ func (b *Bridge) runOne(ctx context.Context, s pipeline.Session, e event, h Comm
 		b.Log.Warn().Str("dialect", string(d)).Str("point", e.point).Msg("a hook emitted a systemMessage, which is not surfaced (ignored)")
 	}
 	return ranHook{Output: out, duration: r.Duration}
-}
-
-func (b *Bridge) consent(ctx context.Context, s pipeline.Session) bool {
-	if b.Consent == nil {
-		return false
-	}
-	return b.Consent.Allow(ctx, s, b.Config.Commands())
 }
 
 // lastTurn is the number of the log's last turn/start.

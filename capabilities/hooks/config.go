@@ -63,6 +63,9 @@ type Group struct {
 	Matcher *string
 	// Hooks run sequentially, in order.
 	Hooks []Command
+	// Untrusted groups run only with the bridge's Consent (a project's
+	// hooks).
+	Untrusted bool
 
 	re    *regexp.Regexp // compiled non-literal matcher (nil: invalid or literal)
 	exact []string       // literal alternatives (Claude)
@@ -81,8 +84,8 @@ type Config struct {
 // Empty reports whether the config has no runnable hook.
 func (c *Config) Empty() bool { return c == nil || len(c.Points) == 0 }
 
-// Commands lists every runnable command, event by event in the given
-// order of points, for consent prompts and hashing.
+// Commands lists every runnable command as "<point> [<matcher>]:
+// <command>", point by point, for consent prompts and hashing.
 func (c *Config) Commands() []string {
 	if c == nil {
 		return nil
@@ -90,8 +93,12 @@ func (c *Config) Commands() []string {
 	var out []string
 	for _, p := range allPoints {
 		for _, g := range c.Points[p] {
+			label := p
+			if g.Matcher != nil && *g.Matcher != "" {
+				label += " [" + *g.Matcher + "]"
+			}
 			for _, h := range g.Hooks {
-				out = append(out, p+": "+h.Command)
+				out = append(out, label+": "+h.Command)
 			}
 		}
 	}
@@ -109,6 +116,9 @@ type ParseOptions struct {
 	Strict bool
 	// Source names the file in diagnostics.
 	Source string
+	// Settings reads only the root's "hooks" key (a Claude Code settings
+	// file holds other settings besides).
+	Settings bool
 }
 
 // Parse reads one hooks file of dialect d (hooks contract § 1). The hooks
@@ -120,6 +130,9 @@ func Parse(d Dialect, data []byte, o ParseOptions) (*Config, error) {
 		return nil, fmt.Errorf("hooks config %s: not a JSON object: %w", o.Source, err)
 	}
 	hooksMap := root
+	if o.Settings {
+		hooksMap = nil
+	}
 	if raw, ok := root["hooks"]; ok {
 		var inner map[string]json.RawMessage
 		if json.Unmarshal(raw, &inner) == nil && inner != nil && isObject(raw) {
@@ -292,6 +305,51 @@ func Load(d Dialect, path string, o ParseOptions) (*Config, error) {
 		o.Source = path
 	}
 	return Parse(d, data, o)
+}
+
+// Part is one file's hooks in a merged configuration.
+type Part struct {
+	Config *Config
+	// Untrusted marks the part's groups as needing consent.
+	Untrusted bool
+}
+
+// MergeConfigs joins the parts of one dialect, in order: per point the
+// parts' groups one after another. A hook already present with the same
+// matcher and command in a part of the same trust (the same hook in two
+// settings files) runs once.
+func MergeConfigs(d Dialect, parts ...Part) *Config {
+	out := &Config{Dialect: d, Points: map[string][]Group{}}
+	seen := map[string]bool{}
+	for _, p := range parts {
+		if p.Config == nil {
+			continue
+		}
+		out.Skipped = append(out.Skipped, p.Config.Skipped...)
+		for point, groups := range p.Config.Points {
+			for _, g := range groups {
+				m := "\x00none"
+				if g.Matcher != nil {
+					m = *g.Matcher
+				}
+				kept := g
+				kept.Hooks = nil
+				kept.Untrusted = g.Untrusted || p.Untrusted
+				for _, h := range g.Hooks {
+					k := fmt.Sprint(kept.Untrusted) + "\x00" + point + "\x00" + m + "\x00" + h.Command
+					if seen[k] {
+						continue
+					}
+					seen[k] = true
+					kept.Hooks = append(kept.Hooks, h)
+				}
+				if len(kept.Hooks) > 0 {
+					out.Points[point] = append(out.Points[point], kept)
+				}
+			}
+		}
+	}
+	return out
 }
 
 // IsMissing reports whether a Load error means the file does not exist.
