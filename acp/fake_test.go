@@ -453,7 +453,7 @@ func (s *FakeSession) turn(ctx context.Context, text string) session.EndReason {
 		Content: []session.Block{session.TextBlock(FakeToolOutput)}}, session.WithSourceSeqs([]int{call.Seq}))
 	l.Append(session.TypeStepEnd, ref)
 	r := session.EndReason{Kind: session.EndCompleted}
-	if i := strings.Index(text, "#end="); i >= 0 {
+	if i := strings.Index(text, "#end="); i >= 0 && len(strings.Fields(text[i+len("#end="):])) > 0 {
 		kind := strings.Fields(text[i+len("#end="):])[0]
 		r = session.EndReason{Kind: kind}
 		switch kind {

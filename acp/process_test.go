@@ -1,0 +1,267 @@
+package acp_test
+
+// One owner per session across processes, on the wire: this test binary is
+// re-executed as dsh-acp servers (the default composition over a JSONL
+// store on one sessions root), and two of them ask for the same session.
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/rs/zerolog"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/dsh-acp/dsh-acp/acp"
+	"github.com/dsh-acp/dsh-acp/composition"
+	"github.com/dsh-acp/dsh-acp/session"
+	"github.com/dsh-acp/dsh-acp/session/jsonl"
+	"github.com/dsh-acp/dsh-acp/session/sqlite"
+)
+
+// serveEnv makes the re-executed test binary serve ACP on stdio with the
+// sessions root it names.
+const serveEnv = "DSH_ACP_TEST_SERVE"
+
+func TestMain(m *testing.M) {
+	if root := os.Getenv(serveEnv); root != "" {
+		os.Exit(serveChild(root))
+	}
+	os.Exit(m.Run())
+}
+
+// serveChild is a dsh-acp server process: the default composition, the
+// scripted model, a JSONL store on root.
+func serveChild(root string) int {
+	comp, ok := composition.Builtin("default")
+	if !ok {
+		return 2
+	}
+	st, err := jsonl.Open(root)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 2
+	}
+	defer st.Close()
+	srv := comp.NewServer(composition.ServerOptions{Provider: &scriptProvider{}, Store: st, Log: zerolog.New(os.Stderr), Version: "test", LaunchDir: root})
+	if err := srv.Serve(context.Background(), os.Stdin, os.Stdout); err != nil {
+		return 1
+	}
+	return 0
+}
+
+// child is a server process driven over its stdio.
+type child struct {
+	t     *testing.T
+	cmd   *exec.Cmd
+	in    io.WriteCloser
+	lines chan string
+	next  int
+}
+
+func startChild(t *testing.T, root string) *child {
+	t.Helper()
+	cmd := exec.Command(os.Args[0], "-test.run=^$")
+	cmd.Env = append(os.Environ(), serveEnv+"="+root)
+	cmd.Stderr = io.Discard
+	in, err := cmd.StdinPipe()
+	require.NoError(t, err)
+	out, err := cmd.StdoutPipe()
+	require.NoError(t, err)
+	require.NoError(t, cmd.Start())
+	c := &child{t: t, cmd: cmd, in: in, lines: make(chan string, 1024)}
+	go func() {
+		defer close(c.lines)
+		br := bufio.NewReader(out)
+		for {
+			l, err := br.ReadString('\n')
+			if l != "" {
+				c.lines <- strings.TrimSuffix(l, "\n")
+			}
+			if err != nil {
+				return
+			}
+		}
+	}()
+	t.Cleanup(func() { _ = cmd.Process.Kill(); _ = cmd.Wait() })
+	c.call("initialize", `{"protocolVersion":1,"clientCapabilities":{}}`)
+	return c
+}
+
+// call sends a request and returns its response line and the lines before.
+func (c *child) call(method, params string) (string, []string) {
+	c.t.Helper()
+	c.next++
+	id := fmt.Sprint(c.next)
+	_, err := io.WriteString(c.in, acp.RequestLine(id, method, params)+"\n")
+	require.NoError(c.t, err)
+	var before []string
+	deadline := time.After(10 * time.Second)
+	for {
+		select {
+		case l, ok := <-c.lines:
+			require.True(c.t, ok, "the server exited before answering %s", method)
+			var f struct {
+				ID     json.RawMessage `json:"id"`
+				Method string          `json:"method"`
+			}
+			require.NoError(c.t, json.Unmarshal([]byte(l), &f), "stdout must be JSON-RPC: %s", l)
+			if f.Method == "" && string(f.ID) == id {
+				return l, before
+			}
+			before = append(before, l)
+		case <-deadline:
+			c.t.Fatalf("no answer to %s within 10s", method)
+		}
+	}
+}
+
+func (c *child) pid() int { return c.cmd.Process.Pid }
+
+// exit ends the server's input and waits for it to exit.
+func (c *child) exit() {
+	c.t.Helper()
+	require.NoError(c.t, c.in.Close())
+	done := make(chan error, 1)
+	go func() { done <- c.cmd.Wait() }()
+	select {
+	case err := <-done:
+		require.NoError(c.t, err)
+	case <-time.After(10 * time.Second):
+		c.t.Fatal("the server did not exit after its input ended")
+	}
+}
+
+func loadParams(sid, cwd string) string {
+	return `{"sessionId":` + acp.JSONQuote(sid) + `,"cwd":` + acp.JSONQuote(cwd) + `,"mcpServers":[]}`
+}
+
+func TestTwoProcessesOneSession(t *testing.T) {
+	root, ws := t.TempDir(), t.TempDir()
+	a := startChild(t, root)
+	resp, _ := a.call("session/new", `{"cwd":`+acp.JSONQuote(ws)+`,"mcpServers":[]}`)
+	var nr struct {
+		Result struct {
+			SessionID string `json:"sessionId"`
+		} `json:"result"`
+	}
+	require.NoError(t, json.Unmarshal([]byte(resp), &nr))
+	sid := nr.Result.SessionID
+	require.NotEmpty(t, sid)
+	resp, _ = a.call("session/prompt", acp.PromptParams(sid, "hi"))
+	require.Contains(t, resp, `"result":{"stopReason":"end_turn"}`)
+
+	// A second window opens the same history entry: refused, naming A.
+	b := startChild(t, root)
+	resp, _ = b.call("session/list", `{}`)
+	assert.Contains(t, resp, sid, "listing needs no ownership")
+	resp, before := b.call("session/load", loadParams(sid, ws))
+	assert.Empty(t, before, "nothing of the held session is replayed")
+	assert.Regexp(t, `^\{"jsonrpc":"2.0","id":\d+,"error":\{"code":-32602,"message":"Invalid params: session `+sid+
+		` is already loaded by another process \(pid `+fmt.Sprint(a.pid())+` on host [^ ]+ since [0-9TZ:-]+\); close it there \(or end that process\) and load it again"\}\}$`, resp)
+
+	// A keeps working, and B's refusal changed nothing of its log.
+	resp, _ = a.call("session/prompt", acp.PromptParams(sid, "still mine"))
+	require.Contains(t, resp, `"result":{"stopReason":"end_turn"}`)
+	a.exit() // closes the session: the lock is released
+
+	resp, before = b.call("session/load", loadParams(sid, ws))
+	assert.Contains(t, resp, `"result":{`)
+	assert.Contains(t, strings.Join(before, "\n"), `"text":"still mine"`, "B replays everything A did")
+	resp, _ = b.call("session/prompt", acp.PromptParams(sid, "now B's"))
+	require.Contains(t, resp, `"result":{"stopReason":"end_turn"}`)
+
+	// B crashes while holding the session: the kernel drops its lock.
+	c := startChild(t, root)
+	resp, _ = c.call("session/load", loadParams(sid, ws))
+	assert.Contains(t, resp, fmt.Sprintf("(pid %d on host", b.pid()))
+	require.NoError(t, b.cmd.Process.Signal(syscall.SIGKILL))
+	_ = b.cmd.Wait()
+	resp, _ = c.call("session/load", loadParams(sid, ws))
+	assert.Contains(t, resp, `"result":{`)
+	c.exit()
+
+	// One log, three turns, seqs contiguous: nothing forked or lost.
+	st, err := jsonl.Open(root)
+	require.NoError(t, err)
+	defer st.Close()
+	_, evs, err := st.Load(context.Background(), sid)
+	require.NoError(t, err)
+	turns := 0
+	for i, e := range evs {
+		require.Equal(t, i, e.Seq)
+		if e.Type == session.TypeTurnEnd {
+			turns++
+			var te session.TurnEnd
+			require.NoError(t, e.Decode(&te))
+			assert.Equal(t, session.EndCompleted, te.Reason.Kind)
+		}
+	}
+	assert.Equal(t, 3, turns)
+}
+
+// A turn whose events cannot be committed fails visibly (the SQLite
+// lost-write case), in every composition.
+func TestTurnThatCannotBeSavedFails(t *testing.T) {
+	for _, name := range []string{"default", "acp-agent"} {
+		t.Run(name, func(t *testing.T) {
+			comp, ok := composition.Builtin(name)
+			require.True(t, ok)
+			st, err := sqlite.Open(filepath.Join(t.TempDir(), "sessions.db"))
+			require.NoError(t, err)
+			srv := comp.NewServer(composition.ServerOptions{Provider: &scriptProvider{}, Store: st, Clock: acp.FakeClock(), Log: zerolog.Nop(), Version: "test", LaunchDir: t.TempDir()})
+			h := acp.StartHarness(t, srv)
+			sid := h.NewSession(t.TempDir())
+			f, _ := h.Call("session/prompt", acp.PromptParams(sid, "saved"))
+			require.Nil(t, f.Error)
+			require.JSONEq(t, `{"stopReason":"end_turn"}`, string(f.Result))
+
+			require.NoError(t, st.Close()) // every later commit fails
+			f, before := h.Call("session/prompt", acp.PromptParams(sid, "lost"))
+			require.NotNil(t, f.Error, "a turn that is not in the store must not answer end_turn")
+			assert.EqualValues(t, acp.CodeInternalError, f.Error.Code)
+			assert.Contains(t, f.Error.Message, "Internal error: the turn's events could not be saved to the session log (")
+			assert.Contains(t, f.Error.Message, "database is closed")
+			assert.NotEmpty(t, before, "the turn itself ran and streamed")
+		})
+	}
+}
+
+// The default composition's clear errors, with the real agent.
+func TestDefaultCompositionClearErrors(t *testing.T) {
+	comp, ok := composition.Builtin("default")
+	require.True(t, ok)
+	st, err := jsonl.Open(t.TempDir())
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = st.Close() })
+	srv := comp.NewServer(composition.ServerOptions{Provider: &scriptProvider{}, Store: st, Clock: acp.FakeClock(), Log: zerolog.Nop(), Version: "test", LaunchDir: t.TempDir()})
+	h := acp.StartHarness(t, srv)
+	ws := t.TempDir()
+
+	gone := filepath.Join(ws, "gone")
+	f, _ := h.Call("session/new", `{"cwd":`+acp.JSONQuote(gone)+`,"mcpServers":[]}`)
+	require.NotNil(t, f.Error)
+	assert.Equal(t, "Invalid params: cwd does not exist: "+gone, f.Error.Message)
+
+	f, _ = h.Call("session/load", loadParams("00000000-0000-4000-8000-000000000009", ws))
+	require.NotNil(t, f.Error)
+	assert.EqualValues(t, acp.CodeResourceNotFound, f.Error.Code)
+	assert.Equal(t, "Resource not found: no stored session 00000000-0000-4000-8000-000000000009 (it was deleted, or is stored under another sessions root)", f.Error.Message)
+
+	sid := h.NewSession(ws)
+	f, _ = h.Call("session/prompt", acp.PromptParams(sid, "fail now"))
+	require.NotNil(t, f.Error)
+	assert.EqualValues(t, acp.CodeInternalError, f.Error.Code)
+	assert.Equal(t, "The model call failed: simulated provider error (HTTP 401). Check the API key dsh-acp runs with, then send the prompt again.", f.Error.Message)
+	assert.JSONEq(t, `{"code":"AUTH","step":1}`, string(f.Error.Data))
+}
