@@ -17,7 +17,7 @@ import (
 )
 
 // turnSession is a session with an open turn 1 in a real log.
-func turnSession(t *testing.T) stubSession {
+func turnSession(t testing.TB) stubSession {
 	t.Helper()
 	l := session.NewLog(session.Header{ID: "sid", Cwd: t.TempDir()}, func() int64 { return 0 }, nil)
 	l.Append(session.TypeTurnStart, session.TurnStart{Turn: 1, Trigger: session.Trigger{Kind: "message", Source: session.UserSource}})
