@@ -22,6 +22,9 @@ type presenter struct {
 	terminal     bool
 	includeUsers bool
 	calls        map[string]rememberedCall
+	// dropOrphans leaves out the result of a call that has no tool/call
+	// (Options.DropUnloggedResults).
+	dropOrphans bool
 }
 
 type rememberedCall struct {
@@ -94,6 +97,10 @@ func (p *presenter) present(ev session.Event) []any {
 		if c, ok := p.calls[r.CallID]; ok {
 			call = &c
 			delete(p.calls, r.CallID)
+		} else if p.dropOrphans {
+			// Crash repair closed a call whose tool/call was never logged:
+			// it never ran, and the editor never saw its card.
+			return nil
 		}
 		return []any{p.resultCard(r, call)}
 	case session.TypeAssistantMessage:
