@@ -104,6 +104,7 @@ func testBase(t *testing.T) string {
 
 type runResult struct {
 	code           int
+	signal         syscall.Signal
 	stdout, stderr string
 }
 
@@ -111,6 +112,7 @@ type runResult struct {
 type spawn struct {
 	argv  []string
 	setup func(*exec.Cmd)
+	env   []string // nil: the test's environment
 }
 
 // plain is an argv spawned as is.
@@ -126,6 +128,7 @@ func run(t *testing.T, s spawn, dir string) runResult {
 	argv := s.argv
 	cmd := exec.CommandContext(ctx, argv[0], argv[1:]...)
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true, Pdeathsig: syscall.SIGKILL}
+	cmd.Env = s.env
 	if s.setup != nil {
 		s.setup(cmd)
 	}
@@ -137,7 +140,11 @@ func run(t *testing.T, s spawn, dir string) runResult {
 	if err != nil && !errors.As(err, &ee) {
 		t.Fatalf("run %q: %v", argv, err)
 	}
-	return runResult{code: cmd.ProcessState.ExitCode(), stdout: stdout.String(), stderr: stderr.String()}
+	res := runResult{code: cmd.ProcessState.ExitCode(), stdout: stdout.String(), stderr: stderr.String()}
+	if ws, ok := cmd.ProcessState.Sys().(syscall.WaitStatus); ok && ws.Signaled() {
+		res.signal = ws.Signal()
+	}
+	return res
 }
 
 // markerPids lists the host processes whose argv[0] is marker.
@@ -350,13 +357,13 @@ func TestRunnerFailures(t *testing.T) {
 		requireBackend(t, b)
 		setup := b.Prepare(Policy{})
 		for _, s := range []func(*exec.Cmd){nil, setup} {
-			r := run(t, spawn{b.Wrap(Policy{Mode: ReadOnly}, []string{"no-such-command-dsh"}), s}, "/")
+			r := run(t, spawn{argv: b.Wrap(Policy{Mode: ReadOnly}, []string{"no-such-command-dsh"}), setup: s}, "/")
 			expectRunnerFailure(t, b, r, HelperExitCode)
-			r = run(t, spawn{b.Wrap(Policy{Mode: WorkspaceWrite, WorkspaceRoot: missingRoot}, []string{"true"}), s}, "/")
+			r = run(t, spawn{argv: b.Wrap(Policy{Mode: WorkspaceWrite, WorkspaceRoot: missingRoot}, []string{"true"}), setup: s}, "/")
 			expectRunnerFailure(t, b, r, HelperExitCode)
-			r = run(t, spawn{append(slices.Clone(b.Launcher), "--bogus"), s}, "/")
+			r = run(t, spawn{argv: append(slices.Clone(b.Launcher), "--bogus"), setup: s}, "/")
 			expectRunnerFailure(t, b, r, HelperExitCode)
-			r = run(t, spawn{b.Wrap(Policy{Mode: ReadOnly, TmpDir: missingRoot}, []string{"true"}), s}, "/")
+			r = run(t, spawn{argv: b.Wrap(Policy{Mode: ReadOnly, TmpDir: missingRoot}, []string{"true"}), setup: s}, "/")
 			expectRunnerFailure(t, b, r, HelperExitCode)
 		}
 	})
@@ -399,5 +406,5 @@ func TestDefaultChain(t *testing.T) {
 		t.Fatalf("selected %s, want %s", c.Backend.Name(), want)
 	}
 	t.Logf("selected backend %s (%s enforcement)", c.Backend.Name(), c.Enforcement)
-	expectOK(t, c.Backend, run(t, spawn{c.Argv, c.Setup}, "/"))
+	expectOK(t, c.Backend, run(t, spawn{argv: c.Argv, setup: c.Setup}, "/"))
 }

@@ -45,7 +45,8 @@ const fullABI = 3
 //     group (the agent's signals reach both), `--tmp DIR` replaces /tmp in
 //     the writable set with TMPDIR=DIR, and when the command exits, every
 //     remaining descendant is killed. On SIGTERM, SIGINT or SIGHUP the
-//     descendants that left the group are killed at once.
+//     descendants that left the group are killed at once, and all of them
+//     when the agent has died (its death sends the helper a SIGTERM).
 //
 // It returns the command's exit status, or 128+n when a signal n ended the
 // command (where it can, the helper outside a namespace re-raises that
@@ -76,10 +77,11 @@ func RunLandlockHelper(args []string) int {
 	// Capability sets and the parent-death signal belong to a thread: the
 	// command is forked from this one, so it is the one to set up.
 	runtime.LockOSThread()
+	parent := os.Getppid()
 	if isInit {
 		err = enterNamespaces(&h)
 	} else {
-		err = prepareSupervised(&h)
+		err = prepareSupervised(&h, parent)
 	}
 	if err != nil {
 		return helperFail(err)
@@ -94,7 +96,7 @@ func RunLandlockHelper(args []string) int {
 	if err != nil {
 		return helperFail(err) // already reads `exec: "name": …`
 	}
-	return supervise(path, h.argv, os.Environ(), isInit)
+	return supervise(path, h.argv, os.Environ(), isInit, parent)
 }
 
 // helperFail reports the helper's own failure in its dialect.
@@ -183,10 +185,18 @@ func bindTmp(dir string, keep []string) error {
 }
 
 // prepareSupervised readies the helper that runs without namespaces: it
-// becomes a subreaper, and the session's temp dir replaces /tmp.
-func prepareSupervised(h *helperArgs) error {
+// becomes a subreaper, learns of its parent's death by a SIGTERM (instead of
+// dying at once, so that it can take the command's processes down with
+// it), and the session's temp dir replaces /tmp.
+func prepareSupervised(h *helperArgs, parent int) error {
 	if err := unix.Prctl(unix.PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0); err != nil {
 		return fmt.Errorf("become a subreaper: %w", err)
+	}
+	if err := unix.Prctl(unix.PR_SET_PDEATHSIG, uintptr(unix.SIGTERM), 0, 0, 0); err != nil {
+		return fmt.Errorf("set the parent-death signal: %w", err)
+	}
+	if os.Getppid() != parent {
+		return errors.New("the agent is gone")
 	}
 	if h.tmp == "" {
 		return nil

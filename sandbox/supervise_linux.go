@@ -25,7 +25,8 @@ var forwarded = []os.Signal{unix.SIGTERM, unix.SIGINT, unix.SIGHUP}
 // exit status once it has ended. As a namespace init the command gets its
 // own process group and the forwarded signals; otherwise it stays in the
 // helper's group and, when it ends, every descendant left is killed.
-func supervise(path string, argv, env []string, isInit bool) int {
+// parent is the agent's pid, to tell its death from its signals.
+func supervise(path string, argv, env []string, isInit bool, parent int) int {
 	sigs := make(chan os.Signal, 8)
 	signal.Notify(sigs, forwarded...)
 	cmd := &exec.Cmd{
@@ -42,9 +43,16 @@ func supervise(path string, argv, env []string, isInit bool) int {
 		for {
 			select {
 			case s := <-sigs:
-				if isInit {
+				switch {
+				case isInit:
 					forward(pid, s.(syscall.Signal))
-				} else {
+				case os.Getppid() != parent:
+					// The agent died: nobody else will end the command.
+					for _, c := range children() {
+						_ = unix.Kill(c, unix.SIGKILL)
+					}
+					killDetached()
+				default:
 					// The command and its group got the signal from the
 					// agent already; those that left the group never will,
 					// and must not outlive a helper that may be killed next.
