@@ -89,12 +89,14 @@ type Options struct {
 	// error: turn failed: <message>" and -32603 (acp-bridge §§ 4–5).
 	ClearErrors bool
 
-	// DropUnloggedResults makes a session/load replay leave out the result
-	// of a tool call that crash repair closed before its tool/call was
-	// logged (the model announced it, the process died before running it),
-	// so no update refers to a card the editor never saw. Upstream replays
-	// that update alone (acp-bridge § 12, result fallback).
-	DropUnloggedResults bool
+	// CardUnloggedCalls makes a session/load replay show a tool call that
+	// crash repair closed before its tool/call was logged (the model
+	// announced it, the process died before running it) as a card of its
+	// own: the call, then its interrupted result. So no update refers to a
+	// card the editor never saw, and the editor's history shows what the
+	// model's history holds. Upstream replays that update alone (acp-bridge
+	// § 12, result fallback).
+	CardUnloggedCalls bool
 
 	// MaxLineBytes bounds one inbound message (0: DefaultMaxLineBytes,
 	// 16 MiB). A longer line is discarded as it is read and answered -32600.

@@ -22,9 +22,11 @@ type presenter struct {
 	terminal     bool
 	includeUsers bool
 	calls        map[string]rememberedCall
-	// dropOrphans leaves out the result of a call that has no tool/call
-	// (Options.DropUnloggedResults).
-	dropOrphans bool
+	// cardOrphans presents a result whose call has no tool/call as the
+	// call's card first (Options.CardUnloggedCalls); announced holds the
+	// tool calls of assistant messages for that.
+	cardOrphans bool
+	announced   map[string]session.Block
 }
 
 type rememberedCall struct {
@@ -87,6 +89,7 @@ func (p *presenter) present(ev session.Event) []any {
 		}
 		card, view := p.callCard(c)
 		p.calls[c.CallID] = rememberedCall{name: c.Name, args: capabilities.ParseArgs(c.Arguments), view: view}
+		delete(p.announced, c.CallID)
 		return []any{card}
 	case session.TypeToolResult:
 		var r session.ToolResult
@@ -97,13 +100,19 @@ func (p *presenter) present(ev session.Event) []any {
 		if c, ok := p.calls[r.CallID]; ok {
 			call = &c
 			delete(p.calls, r.CallID)
-		} else if p.dropOrphans {
+		} else if b, ok := p.announced[r.CallID]; ok && p.cardOrphans {
 			// Crash repair closed a call whose tool/call was never logged:
-			// it never ran, and the editor never saw its card.
-			return nil
+			// it never ran, and the editor never saw its card. Show it.
+			card, view := p.callCard(session.ToolCall{Turn: r.Turn, Step: r.Step, CallID: b.ID, Name: b.Name, Arguments: b.Arguments})
+			c := rememberedCall{name: b.Name, args: capabilities.ParseArgs(b.Arguments), view: view}
+			delete(p.announced, r.CallID)
+			return []any{card, p.resultCard(r, &c)}
 		}
 		return []any{p.resultCard(r, call)}
 	case session.TypeAssistantMessage:
+		if p.cardOrphans {
+			p.announce(ev)
+		}
 		if p.window <= 0 {
 			return nil
 		}
@@ -157,4 +166,22 @@ type UsageUpdate struct {
 	SessionUpdate string `json:"sessionUpdate"`
 	Used          int    `json:"used"`
 	Size          int    `json:"size"`
+}
+
+// announce remembers the tool calls an assistant message announces, for
+// cardOrphans.
+func (p *presenter) announce(ev session.Event) {
+	var m session.AssistantMessage
+	if ev.Decode(&m) != nil {
+		return
+	}
+	for _, b := range m.Content {
+		if b.Type != session.BlockToolCall {
+			continue
+		}
+		if p.announced == nil {
+			p.announced = map[string]session.Block{}
+		}
+		p.announced[b.ID] = b
+	}
 }

@@ -171,7 +171,7 @@ func (s *Server) resume(ctx context.Context, req LoadSessionRequest, terminal bo
 		return nil, s.resumeError(req.SessionID, err)
 	}
 	replay := newPresenter(sess.Tools(), sess.Log().Header().Cwd, terminal, true)
-	replay.dropOrphans = s.opts.DropUnloggedResults
+	replay.cardOrphans = s.opts.CardUnloggedCalls
 	replay.window = s.opts.ContextWindow
 	for _, ev := range sess.Log().Events() {
 		for _, u := range replay.present(ev) {

@@ -81,7 +81,7 @@ func (c Composition) NewServer(o ServerOptions) *acp.Server {
 		CancelAfterTeardown: !c.Upstream,
 		CheckCwd:            !c.Upstream,
 		ClearErrors:         !c.Upstream,
-		DropUnloggedResults: !c.Upstream,
+		CardUnloggedCalls:   !c.Upstream,
 	}, o.Log)
 	asker.srv = srv
 	if approvals != nil {

@@ -83,6 +83,9 @@ type storedTurn struct {
 	Results int      // tool/result events
 	// Interrupted counts the crash closers among its results.
 	Interrupted int
+	// Uncalled counts the closers of calls that never got a tool/call (the
+	// load replay shows each as a card of its own).
+	Uncalled int
 }
 
 // checkLog checks a log's structure: seqs contiguous from 0, turns
@@ -178,6 +181,9 @@ func checkLog(events []logEvent) ([]storedTurn, []string) {
 			closer := d.Error != nil && d.Error.Code == "interrupted"
 			if closer {
 				cur.Interrupted++
+				if !called[d.CallID] {
+					cur.Uncalled++
+				}
 			}
 			if !open[d.CallID] || (!called[d.CallID] && !closer) {
 				bad = append(bad, fmt.Sprintf("seq %d: tool/result for %q answers no open tool call", e.Seq, d.CallID))
