@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"time"
 )
 
 // UserConfig is the user's configuration file (docs/configuration.md).
@@ -32,6 +33,49 @@ type UserConfig struct {
 	SessionsRoot string `json:"sessionsRoot,omitempty"`
 	// MaxSteps caps the model calls of one turn (default 100).
 	MaxSteps int `json:"maxSteps,omitempty"`
+	// Network tunes the model client's timeouts and retries.
+	Network NetworkConfig `json:"network,omitzero"`
+	// Limits bounds what the editor may send.
+	Limits LimitsConfig `json:"limits,omitzero"`
+}
+
+// NetworkConfig tunes the model client (docs/configuration.md). Zero
+// fields keep the defaults; a negative timeout turns that timeout off.
+type NetworkConfig struct {
+	// ConnectTimeoutSec bounds dialing and the TLS handshake (default 10).
+	ConnectTimeoutSec float64 `json:"connectTimeoutSec,omitempty"`
+	// HeaderTimeoutSec bounds the wait for the response headers (default 60).
+	HeaderTimeoutSec float64 `json:"headerTimeoutSec,omitempty"`
+	// IdleTimeoutSec bounds the silence between streamed chunks (default 90).
+	IdleTimeoutSec float64 `json:"idleTimeoutSec,omitempty"`
+	// MaxRetries is how often a failed call is retried before any output
+	// (default 4; negative: never).
+	MaxRetries int `json:"maxRetries,omitempty"`
+	// RetryBudgetSec bounds the time spent retrying one call (default 120).
+	RetryBudgetSec float64 `json:"retryBudgetSec,omitempty"`
+}
+
+// ConnectTimeout is ConnectTimeoutSec as a duration (0: the default).
+func (n NetworkConfig) ConnectTimeout() time.Duration { return seconds(n.ConnectTimeoutSec) }
+
+// HeaderTimeout is HeaderTimeoutSec as a duration (0: the default).
+func (n NetworkConfig) HeaderTimeout() time.Duration { return seconds(n.HeaderTimeoutSec) }
+
+// IdleTimeout is IdleTimeoutSec as a duration (0: the default).
+func (n NetworkConfig) IdleTimeout() time.Duration { return seconds(n.IdleTimeoutSec) }
+
+// RetryBudget is RetryBudgetSec as a duration (0: the default).
+func (n NetworkConfig) RetryBudget() time.Duration { return seconds(n.RetryBudgetSec) }
+
+func seconds(s float64) time.Duration { return time.Duration(s * float64(time.Second)) }
+
+// LimitsConfig bounds the editor's input (docs/reliability.md). Zero
+// fields keep the defaults.
+type LimitsConfig struct {
+	// MaxLineBytes bounds one JSON-RPC message (default 16 MiB).
+	MaxLineBytes int `json:"maxLineBytes,omitempty"`
+	// MaxPromptBytes bounds the text of one prompt (default 4 MiB).
+	MaxPromptBytes int `json:"maxPromptBytes,omitempty"`
 }
 
 // DefaultAPIKeyEnv is the variable the API key is read from by default.

@@ -4,6 +4,7 @@ import (
 	"os"
 	"path/filepath"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/require"
 
@@ -89,4 +90,24 @@ func TestBuiltinToolsInWireOrder(t *testing.T) {
 		}
 		require.Equal(t, want, got, name)
 	}
+}
+
+func TestUserConfigNetworkAndLimits(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "config.json")
+	require.NoError(t, os.WriteFile(path, []byte(`{"maxSteps":7,
+		"network":{"connectTimeoutSec":2.5,"headerTimeoutSec":30,"idleTimeoutSec":-1,"maxRetries":2,"retryBudgetSec":10},
+		"limits":{"maxLineBytes":1048576,"maxPromptBytes":65536}}`), 0o600))
+	c, err := composition.LoadUserConfig(path)
+	require.NoError(t, err)
+	require.Equal(t, 7, c.MaxSteps)
+	require.Equal(t, 2500*time.Millisecond, c.Network.ConnectTimeout())
+	require.Equal(t, 30*time.Second, c.Network.HeaderTimeout())
+	require.Less(t, c.Network.IdleTimeout(), time.Duration(0), "negative turns the timeout off")
+	require.Equal(t, 2, c.Network.MaxRetries)
+	require.Equal(t, 10*time.Second, c.Network.RetryBudget())
+	require.Equal(t, composition.LimitsConfig{MaxLineBytes: 1 << 20, MaxPromptBytes: 1 << 16}, c.Limits)
+
+	require.NoError(t, os.WriteFile(path, []byte(`{"network":{"timeout":3}}`), 0o600))
+	_, err = composition.LoadUserConfig(path)
+	require.ErrorContains(t, err, "timeout", "an unknown key is named")
 }

@@ -32,6 +32,8 @@ type ServerOptions struct {
 	Confiner bash.Confiner
 	// MaxSteps caps the model calls of one turn (zero: agent.DefaultMaxSteps).
 	MaxSteps int
+	// Limits bounds the editor's input (zero fields: the defaults).
+	Limits LimitsConfig
 	// Getenv reads the environment that locates the user's files (HOME,
 	// XDG_STATE_HOME, CLAUDE_CONFIG_DIR, CODEX_HOME); nil means os.Getenv.
 	Getenv func(string) string
@@ -82,6 +84,8 @@ func (c Composition) NewServer(o ServerOptions) *acp.Server {
 		CheckCwd:            !c.Upstream,
 		ClearErrors:         !c.Upstream,
 		CardUnloggedCalls:   !c.Upstream,
+		MaxLineBytes:        o.Limits.MaxLineBytes,
+		MaxPromptBytes:      o.Limits.MaxPromptBytes,
 	}, o.Log)
 	asker.srv = srv
 	if approvals != nil {

@@ -251,7 +251,7 @@ func serve(ctx context.Context, o *options, stdin io.Reader, stdout io.Writer, l
 		return err
 	}
 	defer store.Close()
-	provider, err := newProvider(o, user, comp, getenv)
+	provider, err := newProvider(o, user, comp, getenv, log)
 	if err != nil {
 		return err
 	}
@@ -261,7 +261,7 @@ func serve(ctx context.Context, o *options, stdin io.Reader, stdout io.Writer, l
 		return err
 	}
 	srv := comp.NewServer(composition.ServerOptions{Provider: provider, Store: store, Log: log, Version: version, LaunchDir: cwd, Confiner: confiner,
-		MaxSteps: user.MaxSteps})
+		MaxSteps: user.MaxSteps, Limits: user.Limits})
 	log.Info().Str("composition", comp.Name).Str("sessions", root).Msg("serving ACP on stdio")
 	return srv.Serve(ctx, stdin, stdout)
 }
@@ -282,7 +282,7 @@ func openStore(kind, root string) (session.Store, error) {
 // newProvider returns the recorded model (--model-replay) or the live
 // DeepSeek one. A missing API key is not fatal at startup: every model call
 // then fails with a message telling the user what to set.
-func newProvider(o *options, user composition.UserConfig, comp composition.Composition, getenv func(string) string) (llm.Provider, error) {
+func newProvider(o *options, user composition.UserConfig, comp composition.Composition, getenv func(string) string, log zerolog.Logger) (llm.Provider, error) {
 	if o.modelReplay != "" {
 		return replay.New(o.modelReplay, o.override, o.children)
 	}
@@ -298,7 +298,13 @@ func newProvider(o *options, user composition.UserConfig, comp composition.Compo
 	if base == "" {
 		base = getenv("DEEPSEEK_BASE_URL")
 	}
-	return deepseek.New(deepseek.Config{BaseURL: base, APIKey: key, Version: version}), nil
+	return deepseek.New(deepseek.Config{BaseURL: base, APIKey: key, Version: version, APIKeyEnv: keyEnv,
+		ConnectTimeout: user.Network.ConnectTimeout(), HeaderTimeout: user.Network.HeaderTimeout(), IdleTimeout: user.Network.IdleTimeout(),
+		MaxRetries: user.Network.MaxRetries, RetryBudget: user.Network.RetryBudget(),
+		OnRetry: func(ctx context.Context, r deepseek.Retry) {
+			log.Warn().Int("attempt", r.Attempt).Dur("delay", r.Delay).Str("reason", r.Reason).Msg("model call retried")
+			llm.Notice(ctx, r.String())
+		}}), nil
 }
 
 func newLogger(w io.Writer, level string, getenv func(string) string) zerolog.Logger {
