@@ -128,6 +128,12 @@ func (p *presenter) present(ev session.Event) []any {
 		}
 		used := m.Usage.InputTokens + m.Usage.CacheReadTokens + m.Usage.OutputTokens
 		return []any{UsageUpdate{SessionUpdate: "usage_update", Used: used, Size: p.window}}
+	case agent.TypeModelNotice:
+		var n agent.ModelNotice
+		if ev.Decode(&n) != nil {
+			return nil
+		}
+		return []any{ContentChunk{"agent_thought_chunk", TextContent{"text", n.Text + "\n"}}}
 	case agent.TypeCommandResult:
 		var r agent.CommandResult
 		if ev.Decode(&r) != nil {

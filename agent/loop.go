@@ -2,6 +2,7 @@ package agent
 
 import (
 	"context"
+	"errors"
 	"fmt"
 
 	"github.com/dsh-acp/dsh-acp/agent/llm"
@@ -191,7 +192,12 @@ func (s *Session) runSteps(ctx context.Context, turn int) session.EndReason {
 			if ctx.Err() != nil {
 				return s.abortEnd(ctx)
 			}
-			return session.EndReason{Kind: session.EndError, Step: step, Message: err.Error(), Code: llm.ErrorCode(err)}
+			end := session.EndReason{Kind: session.EndError, Step: step, Message: err.Error(), Code: llm.ErrorCode(err)}
+			var le *llm.Error
+			if errors.As(err, &le) {
+				end.Hint = le.Hint
+			}
+			return end
 		}
 
 		content := asm.Content()
@@ -227,6 +233,9 @@ func (s *Session) runSteps(ctx context.Context, turn int) session.EndReason {
 			}
 			calls++
 			callEv := s.log.Append(session.TypeToolCall, session.ToolCall{Turn: turn, Step: step, CallID: b.ID, Name: b.Name, Arguments: b.Arguments})
+			// On disk before the tool runs: a crash during the call leaves
+			// the call's card, not just an announcement, for the next load.
+			s.persist(ctx)
 			out, extra := s.execute(ctx, pipeline.Call{Turn: turn, Step: step, CallID: b.ID, Name: b.Name, Arguments: b.Arguments,
 				Args: capabilities.ParseArgs(b.Arguments)})
 			s.log.Append(session.TypeToolResult, session.ToolResult{
@@ -321,6 +330,11 @@ func errorText(text string) capabilities.Outcome {
 func (s *Session) stream(ctx context.Context, req *llm.Request, ref session.StepRef) (*llm.Assembler, []int, error) {
 	asm := &llm.Assembler{}
 	var seqs []int
+	// The provider's notices (a retry after a rate limit) are logged for
+	// the user; the model never sees them.
+	ctx = llm.WithNoticer(ctx, func(text string) {
+		s.log.Append(TypeModelNotice, ModelNotice{Turn: ref.Turn, Step: ref.Step, Text: text})
+	})
 	for c, err := range s.rt.cfg.Provider.Stream(ctx, req) {
 		if err != nil {
 			return asm, seqs, err
