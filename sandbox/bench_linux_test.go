@@ -4,38 +4,58 @@ package sandbox
 
 import (
 	"context"
+	"os"
 	"os/exec"
+	"syscall"
 	"testing"
 )
 
 // BenchmarkTrue measures the cost of spawning `true` unconfined and
-// confined by each backend in read-only and workspace-write mode.
+// confined by each backend in read-only and workspace-write mode (and with
+// a session temp dir), spawned as the bash tool spawns it: a session
+// leader with a parent-death signal, prepared by Confined.Setup.
 func BenchmarkTrue(b *testing.B) {
 	root := b.TempDir()
-	b.Run("unconfined", func(b *testing.B) { benchArgv(b, []string{"true"}) })
+	tmp := b.TempDir()
+	b.Run("unconfined", func(b *testing.B) { benchArgv(b, spawn{argv: []string{"true"}}) })
 	for _, bc := range realBackends {
-		for _, mode := range []Mode{ReadOnly, WorkspaceWrite} {
-			b.Run(bc.name+"/"+string(mode), func(b *testing.B) {
-				be := bc.new(b)
+		be := bc.new(b)
+		for _, policy := range []Policy{
+			{Mode: ReadOnly, WorkspaceRoot: root},
+			{Mode: WorkspaceWrite, WorkspaceRoot: root},
+			{Mode: WorkspaceWrite, WorkspaceRoot: root, TmpDir: tmp},
+		} {
+			name := bc.name + "/" + string(policy.Mode)
+			if policy.TmpDir != "" {
+				name += "+tmp"
+			}
+			b.Run(name, func(b *testing.B) {
 				requireBackend(b, be)
-				c, err := NewProvider(be).Confine(context.Background(), []string{"true"}, Policy{Mode: mode, WorkspaceRoot: root})
+				c, err := NewProvider(be).Confine(context.Background(), []string{"true"}, policy)
 				if err != nil {
 					b.Fatal(err)
 				}
-				benchArgv(b, c.Argv)
+				benchArgv(b, spawn{argv: c.Argv, setup: c.Setup})
 			})
 		}
 	}
 }
 
-func benchArgv(b *testing.B, argv []string) {
-	path, err := exec.LookPath(argv[0])
+func benchArgv(b *testing.B, s spawn) {
+	path, err := exec.LookPath(s.argv[0])
 	if err != nil {
 		b.Fatal(err)
 	}
+	env := os.Environ()
 	for b.Loop() {
-		if out, err := exec.Command(path, argv[1:]...).CombinedOutput(); err != nil {
-			b.Fatalf("%q: %v: %s", argv, err, out)
+		cmd := exec.Command(path, s.argv[1:]...)
+		cmd.Env = env
+		cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true, Pdeathsig: syscall.SIGKILL}
+		if s.setup != nil {
+			s.setup(cmd)
+		}
+		if out, err := cmd.CombinedOutput(); err != nil {
+			b.Fatalf("%q: %v: %s", s.argv, err, out)
 		}
 	}
 }

@@ -8,7 +8,6 @@ import (
 	"errors"
 	"fmt"
 	"os"
-	"os/exec"
 	"os/signal"
 	"path/filepath"
 	"strconv"
@@ -29,15 +28,16 @@ var forwarded = []os.Signal{unix.SIGTERM, unix.SIGINT, unix.SIGHUP}
 func supervise(path string, argv, env []string, isInit bool, parent int) int {
 	sigs := make(chan os.Signal, 8)
 	signal.Notify(sigs, forwarded...)
-	cmd := &exec.Cmd{
-		Path: path, Args: argv, Env: env,
-		Stdin: os.Stdin, Stdout: os.Stdout, Stderr: os.Stderr,
-		SysProcAttr: &syscall.SysProcAttr{Setpgid: isInit, Pdeathsig: syscall.SIGKILL},
-	}
-	if err := cmd.Start(); err != nil {
+	// A bare fork and exec: the helper reaps by itself, os/exec's process
+	// bookkeeping would only cost time.
+	pid, err := syscall.ForkExec(path, argv, &syscall.ProcAttr{
+		Env:   env,
+		Files: []uintptr{0, 1, 2},
+		Sys:   &syscall.SysProcAttr{Setpgid: isInit, Pdeathsig: syscall.SIGKILL},
+	})
+	if err != nil {
 		return helperFail(fmt.Errorf("exec %s: %w", argv[0], err))
 	}
-	pid := cmd.Process.Pid
 	stop := make(chan struct{})
 	go func() {
 		for {
@@ -105,18 +105,22 @@ func reap(pid int) (unix.WaitStatus, error) {
 
 // killDescendants kills and reaps every descendant: the children are
 // killed, and each one reaped hands its own children to us (we are a
-// subreaper), until none is left.
+// subreaper), until none is left. When the command left nothing, the first
+// wait says so and /proc is never read.
 func killDescendants() {
 	for {
+		var ws unix.WaitStatus
+		got, err := unix.Wait4(-1, &ws, unix.WNOHANG, nil)
+		switch {
+		case errors.Is(err, unix.EINTR) || got > 0:
+			continue
+		case err != nil: // ECHILD: no child left
+			return
+		}
 		for _, c := range children() {
 			_ = unix.Kill(c, unix.SIGKILL)
 		}
-		var ws unix.WaitStatus
-		_, err := unix.Wait4(-1, &ws, 0, nil)
-		if errors.Is(err, unix.EINTR) {
-			continue
-		}
-		if err != nil { // ECHILD: no child left
+		if _, err := unix.Wait4(-1, &ws, 0, nil); err != nil && !errors.Is(err, unix.EINTR) {
 			return
 		}
 	}
