@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strconv"
 
 	"github.com/dsh-acp/dsh-acp/agent/llm"
 	"github.com/dsh-acp/dsh-acp/agent/pipeline"
@@ -175,7 +176,7 @@ func (s *Session) runSteps(ctx context.Context, turn int) session.EndReason {
 		}
 		s.headerSent = true
 
-		asm, seqs, err := s.stream(ctx, req, ref)
+		asm, seqs, oversized, err := s.stream(ctx, req, ref)
 		if err == nil {
 			switch f := asm.Finish(); f.Kind {
 			case llm.FinishError:
@@ -212,6 +213,14 @@ func (s *Session) runSteps(ctx context.Context, turn int) session.EndReason {
 			}
 			content = kept
 		}
+		for i, b := range content {
+			if _, big := oversized[b.ID]; big && b.Type == session.BlockToolCall {
+				// The model's arguments were cut at the cap: the history
+				// keeps the call with empty arguments, and its result says
+				// why nothing ran.
+				content[i].Arguments = "{}"
+			}
+		}
 		if len(content) > 0 || asm.Usage() != nil {
 			msg := session.AssistantMessage{Turn: turn, Step: step, Content: content}
 			if u := asm.Usage(); u != nil {
@@ -236,8 +245,15 @@ func (s *Session) runSteps(ctx context.Context, turn int) session.EndReason {
 			// On disk before the tool runs: a crash during the call leaves
 			// the call's card, not just an announcement, for the next load.
 			s.persist(ctx)
-			out, extra := s.execute(ctx, pipeline.Call{Turn: turn, Step: step, CallID: b.ID, Name: b.Name, Arguments: b.Arguments,
-				Args: capabilities.ParseArgs(b.Arguments)})
+			var out capabilities.Outcome
+			var extra *pipeline.Context
+			if n, big := oversized[b.ID]; big {
+				out = errorText(fmt.Sprintf("the arguments of this %s call were cut off: more than %d bytes (the limit is %d, maxToolArgBytes); nothing ran. "+
+					"Send large content in smaller pieces (for example several edits, or a file written in parts).", b.Name, n, s.rt.maxToolArgBytes()))
+			} else {
+				out, extra = s.execute(ctx, pipeline.Call{Turn: turn, Step: step, CallID: b.ID, Name: b.Name, Arguments: b.Arguments,
+					Args: capabilities.ParseArgs(b.Arguments)})
+			}
 			s.log.Append(session.TypeToolResult, session.ToolResult{
 				Turn: turn, Step: step, CallID: b.ID, Content: out.Content, IsError: out.IsError, Error: out.Error, Meta: out.Meta,
 			}, session.WithSourceSeqs([]int{callEv.Seq}))
@@ -326,10 +342,16 @@ func errorText(text string) capabilities.Outcome {
 	return capabilities.Outcome{Content: []session.Block{session.TextBlock("Error: " + text)}, IsError: true}
 }
 
-// stream runs one model call, appending one assistant/chunk per chunk.
-func (s *Session) stream(ctx context.Context, req *llm.Request, ref session.StepRef) (*llm.Assembler, []int, error) {
-	asm := &llm.Assembler{}
-	var seqs []int
+// stream runs one model call, appending one assistant/chunk per chunk. A
+// tool call whose arguments grow past the cap (Config.MaxToolArgBytes) ends
+// the call there: the stream is dropped, the step finishes as a tool-call
+// step, and oversized maps the call's id to the bytes received, so memory
+// stays bounded by the cap.
+func (s *Session) stream(ctx context.Context, req *llm.Request, ref session.StepRef) (asm *llm.Assembler, seqs []int, oversized map[string]int, err error) {
+	asm = &llm.Assembler{}
+	limit := s.rt.maxToolArgBytes()
+	argBytes := map[int]int{}
+	callIDs := map[int]string{}
 	// The provider's notices (a retry after a rate limit) are logged for
 	// the user; the model never sees them.
 	ctx = llm.WithNoticer(ctx, func(text string) {
@@ -337,11 +359,26 @@ func (s *Session) stream(ctx context.Context, req *llm.Request, ref session.Step
 	})
 	for c, err := range s.rt.cfg.Provider.Stream(ctx, req) {
 		if err != nil {
-			return asm, seqs, err
+			return asm, seqs, oversized, err
+		}
+		if c.Type == llm.ChunkToolCallDelta {
+			if c.ID != "" {
+				callIDs[c.Index] = c.ID
+			}
+			argBytes[c.Index] += len(c.ArgumentsDelta)
+			if argBytes[c.Index] > limit {
+				id := callIDs[c.Index]
+				if id == "" {
+					id = "call-" + strconv.Itoa(c.Index) // the assembler's fallback id
+				}
+				oversized = map[string]int{id: argBytes[c.Index]}
+				asm.Add(llm.Chunk{Type: llm.ChunkFinish, Reason: &llm.FinishReason{Kind: llm.FinishToolCalls}})
+				break
+			}
 		}
 		raw, merr := c.MarshalJSON()
 		if merr != nil {
-			return asm, seqs, merr
+			return asm, seqs, oversized, merr
 		}
 		ev := s.log.Append(session.TypeAssistantChunk, session.AssistantChunk{Turn: ref.Turn, Step: ref.Step, Chunk: raw, Kind: c.Type, Text: c.Text})
 		seqs = append(seqs, ev.Seq)
@@ -351,7 +388,7 @@ func (s *Session) stream(ctx context.Context, req *llm.Request, ref session.Step
 		}
 	}
 	if ctx.Err() != nil {
-		return asm, seqs, ctx.Err()
+		return asm, seqs, oversized, ctx.Err()
 	}
-	return asm, seqs, nil
+	return asm, seqs, oversized, nil
 }

@@ -53,6 +53,10 @@ type Config struct {
 	// turn anchors it. Upstream compositions leave it off: their contract
 	// holds such switches in memory only.
 	DurableKnobs bool
+	// MaxToolArgBytes caps the streamed arguments of one tool call; zero
+	// means DefaultMaxToolArgBytes. A call past it does not run: its
+	// result says so, and the model call is cut there.
+	MaxToolArgBytes int
 	// MaxSteps caps the model calls of one turn; zero means
 	// DefaultMaxSteps. A turn that reaches it ends with an error
 	// (CodeStepLimit) instead of calling the model again.
@@ -67,6 +71,18 @@ type Config struct {
 
 // DefaultMaxSteps is the step cap of a turn when Config.MaxSteps is zero.
 const DefaultMaxSteps = 100
+
+// DefaultMaxToolArgBytes is the cap on one tool call's streamed arguments
+// when Config.MaxToolArgBytes is zero.
+const DefaultMaxToolArgBytes = 8 << 20
+
+// maxToolArgBytes is the effective argument cap.
+func (r *Runtime) maxToolArgBytes() int {
+	if r.cfg.MaxToolArgBytes > 0 {
+		return r.cfg.MaxToolArgBytes
+	}
+	return DefaultMaxToolArgBytes
+}
 
 // Codes of turns that the loop itself ends with an error.
 const (

@@ -76,6 +76,9 @@ type LimitsConfig struct {
 	MaxLineBytes int `json:"maxLineBytes,omitempty"`
 	// MaxPromptBytes bounds the text of one prompt (default 4 MiB).
 	MaxPromptBytes int `json:"maxPromptBytes,omitempty"`
+	// MaxToolArgBytes bounds the streamed arguments of one tool call
+	// (default 8 MiB).
+	MaxToolArgBytes int `json:"maxToolArgBytes,omitempty"`
 }
 
 // DefaultAPIKeyEnv is the variable the API key is read from by default.

@@ -64,17 +64,20 @@ func (c Composition) NewServer(o ServerOptions) *acp.Server {
 		Sections: c.Sections(),
 		Log:      o.Log,
 
-		SandboxDefault: c.Sandbox,
-		Approval:       approvals,
-		Modes:          c.ModeDefs(),
-		Commands:       c.Commands(),
-		DurableKnobs:   !c.Upstream,
-		MaxSteps:       o.MaxSteps,
-		Members:        c.members(o, approvals),
+		SandboxDefault:  c.Sandbox,
+		Approval:        approvals,
+		Modes:           c.ModeDefs(),
+		Commands:        c.Commands(),
+		DurableKnobs:    !c.Upstream,
+		MaxSteps:        o.MaxSteps,
+		MaxToolArgBytes: o.Limits.MaxToolArgBytes,
+		Members:         c.members(o, approvals),
 	})
 	srv := acp.NewServer(acp.FromRuntime(rt), acp.Options{
 		AgentName:           "dsh-acp",
 		AgentVersion:        o.Version,
+		AgentTitle:          c.agentTitle(),
+		EditorConfig:        !c.Upstream,
 		AcceptMCPServers:    !c.Upstream,
 		RequireElicitation:  !c.Upstream,
 		ContextWindow:       c.ContextWindow,
@@ -92,6 +95,14 @@ func (c Composition) NewServer(o ServerOptions) *acp.Server {
 		approvals.AddAnswerer(srv)
 	}
 	return srv
+}
+
+// agentTitle is the name editors show for the agent (none upstream).
+func (c Composition) agentTitle() string {
+	if c.Upstream {
+		return ""
+	}
+	return "dsh-acp (DeepSeek)"
 }
 
 // lateAsker forwards questions to the bridge, which exists only after the
