@@ -122,10 +122,10 @@ func enterNamespaces(h *helperArgs) error {
 	if err != nil {
 		return fmt.Errorf("getwd: %w", err)
 	}
-	// Paths beneath /tmp that must stay visible: the writable ones (the
-	// workspace root) and the working directory.
+	// Paths beneath /tmp that must stay visible: the writable ones and
+	// --show (the workspace root), and the working directory.
 	var keep []string
-	for _, p := range append(slices.Clone(h.rw), cwd) {
+	for _, p := range append(append(slices.Clone(h.rw), h.show...), cwd) {
 		p = filepath.Clean(p)
 		if p == "/tmp" || !beneath(p, "/tmp") || slices.ContainsFunc(keep, func(k string) bool { return beneath(p, k) }) {
 			continue

@@ -54,12 +54,15 @@ func TestSessionTmpDir(t *testing.T) {
 					require.Contains(t, r.stdout, "before")
 				}
 
-				// A workspace beneath /tmp (t.TempDir) is still the workspace.
+				// A workspace beneath /tmp (t.TempDir) is still the workspace,
+				// from a working directory below its root too.
 				ws := t.TempDir()
+				require.NoError(t, os.WriteFile(filepath.Join(ws, "file"), []byte("in the root\n"), 0o644))
+				require.NoError(t, os.Mkdir(filepath.Join(ws, "sub"), 0o755))
 				policy.WorkspaceRoot = ws
-				r = run(t, confinePolicy(t, b, policy, "pwd; echo x > here"), ws)
-				require.True(t, strings.HasPrefix(r.stdout, ws+"\n"), "stdout %q stderr %q", r.stdout, r.stderr)
-				require.Equal(t, mode == WorkspaceWrite, exists(filepath.Join(ws, "here")), "stderr %q", r.stderr)
+				r = run(t, confinePolicy(t, b, policy, "pwd; cat ../file; echo x > here"), filepath.Join(ws, "sub"))
+				require.True(t, strings.HasPrefix(r.stdout, filepath.Join(ws, "sub")+"\nin the root\n"), "stdout %q stderr %q", r.stdout, r.stderr)
+				require.Equal(t, mode == WorkspaceWrite, exists(filepath.Join(ws, "sub", "here")), "stderr %q", r.stderr)
 			})
 		}
 	}

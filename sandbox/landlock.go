@@ -13,8 +13,9 @@ import (
 )
 
 // HelperArg is the first argument that turns our own binary into the
-// Landlock helper: `<exe> __landlock-run [--probe | --probe-ns | [--tmp DIR]
-// --ro P… --rw P… -- argv…]`.
+// Landlock helper: `<exe> __landlock-run [--probe | --probe-ns | [--tmp DIR
+// [--show P…]] --ro P… --rw P… -- argv…]`. `--show P` keeps P, beneath
+// /tmp, visible when DIR is mapped at /tmp.
 const HelperArg = "__landlock-run"
 
 // Reports printed by the helper's --probe (§ 2) and --probe-ns.
@@ -117,13 +118,17 @@ func (l *Landlock) Namespaces() bool {
 	return l.ns != nil
 }
 
-// Wrap returns `<launcher> --ro / --rw /dev/null` [+ `--tmp <TmpDir>`] [+
-// `--rw /tmp --rw <root>` for workspace-write] `--` argv.
+// Wrap returns `<launcher> --ro / --rw /dev/null` [+ `--tmp <TmpDir>`, and
+// `--show <root>` for a read-only root beneath /tmp] [+ `--rw /tmp --rw
+// <root>` for workspace-write] `--` argv.
 func (l *Landlock) Wrap(policy Policy, argv []string) []string {
 	out := append([]string(nil), l.Launcher...)
 	out = append(out, "--ro", "/", "--rw", "/dev/null")
 	if policy.TmpDir != "" {
 		out = append(out, "--tmp", policy.TmpDir)
+		if root := policy.WorkspaceRoot; policy.Mode != WorkspaceWrite && root != "" && beneath(root, "/tmp") {
+			out = append(out, "--show", root)
+		}
 	}
 	if policy.Mode == WorkspaceWrite {
 		out = append(out, "--rw", "/tmp", "--rw", policy.WorkspaceRoot)
@@ -143,13 +148,14 @@ type helperArgs struct {
 	probe   bool
 	probeNS bool
 	tmp     string
+	show    []string
 	ro      []string
 	rw      []string
 	argv    []string
 }
 
-// parseHelperArgs parses `--probe`, `--probe-ns` or `[--tmp DIR] --ro P…
-// --rw P… -- argv…`.
+// parseHelperArgs parses `--probe`, `--probe-ns` or `[--tmp DIR] [--show
+// P…] --ro P… --rw P… -- argv…`.
 func parseHelperArgs(args []string) (helperArgs, error) {
 	var h helperArgs
 	for i := 0; i < len(args); i++ {
@@ -164,6 +170,12 @@ func parseHelperArgs(args []string) (helperArgs, error) {
 			}
 			i++
 			h.tmp = filepath.Clean(args[i])
+		case "--show":
+			if i+1 >= len(args) || !filepath.IsAbs(args[i+1]) {
+				return h, errors.New("--show needs an absolute path")
+			}
+			i++
+			h.show = append(h.show, filepath.Clean(args[i]))
 		case "--ro", "--rw":
 			if i+1 >= len(args) {
 				return h, fmt.Errorf("%s needs a path", a)

@@ -181,6 +181,8 @@ func TestWrapArgv(t *testing.T) {
 		{&Landlock{Launcher: []string{"/bin/dsh", HelperArg}}, ww, "/bin/dsh __landlock-run --ro / --rw /dev/null --rw /tmp --rw /w -- bash -c echo hi"},
 		{&Landlock{Launcher: []string{"/bin/dsh", HelperArg}}, withTmp(ro, "/s"), "/bin/dsh __landlock-run --ro / --rw /dev/null --tmp /s -- bash -c echo hi"},
 		{&Landlock{Launcher: []string{"/bin/dsh", HelperArg}}, withTmp(ww, "/s"), "/bin/dsh __landlock-run --ro / --rw /dev/null --tmp /s --rw /tmp --rw /w -- bash -c echo hi"},
+		{&Landlock{Launcher: []string{"/bin/dsh", HelperArg}}, Policy{Mode: ReadOnly, WorkspaceRoot: "/tmp/w", TmpDir: "/s"},
+			"/bin/dsh __landlock-run --ro / --rw /dev/null --tmp /s --show /tmp/w -- bash -c echo hi"},
 	}
 	for _, c := range cases {
 		if got := strings.Join(c.b.Wrap(c.policy, argv), " "); got != c.want {
@@ -269,11 +271,11 @@ func TestParseHelperArgs(t *testing.T) {
 	if h, err := parseHelperArgs([]string{"--probe-ns"}); err != nil || !h.probe || !h.probeNS {
 		t.Fatalf("probe-ns: %+v %v", h, err)
 	}
-	if h, err := parseHelperArgs([]string{"--tmp", "/s/", "--ro", "/", "--", "x"}); err != nil || h.tmp != "/s" {
+	if h, err := parseHelperArgs([]string{"--tmp", "/s/", "--show", "/tmp/w", "--ro", "/", "--", "x"}); err != nil || h.tmp != "/s" || !slices.Equal(h.show, []string{"/tmp/w"}) {
 		t.Fatalf("tmp: %+v %v", h, err)
 	}
 	for _, bad := range [][]string{nil, {"--ro"}, {"--ro", "/"}, {"--bogus"}, {"--ro", "/", "--"}, {"--probe", "--", "x"}, {"--rw", ""},
-		{"--tmp"}, {"--tmp", "rel", "--ro", "/", "--", "x"}} {
+		{"--tmp"}, {"--tmp", "rel", "--ro", "/", "--", "x"}, {"--show", "rel", "--ro", "/", "--", "x"}} {
 		if _, err := parseHelperArgs(bad); err == nil {
 			t.Errorf("parseHelperArgs(%q) accepted", bad)
 		}
