@@ -52,7 +52,9 @@ func MaybeRunHelper() {
 // /proc, the session's /tmp bind-mounted, every process killed by the
 // kernel when the command ends. Elsewhere the helper supervises the
 // command as a subreaper and kills every descendant itself. Probe finds out
-// which; a Landlock must not be copied after its first use.
+// which; a Landlock must not be copied after its first use. (A non-root
+// agent that made itself non-dumpable cannot write a child's uid map, so it
+// always gets the subreaper.)
 type Landlock struct {
 	// Launcher is the argv prefix that starts the helper, typically
 	// [<os.Executable()>, HelperArg] (see [HelperLauncher]).
