@@ -60,6 +60,17 @@ type Session interface {
 type Options struct {
 	// AgentName and AgentVersion identify the agent in initialize.
 	AgentName, AgentVersion string
+	// AgentTitle, when set, is agentInfo.title: the name editors show.
+	AgentTitle string
+	// EditorConfig makes the config options read like an editor's menus:
+	// the session mode is an option too (category "mode", kept in step
+	// with the legacy modes object), the sandbox and approval options get
+	// custom categories, every option and value has a human name and a
+	// description, and config_option_update announces every value change
+	// the client did not make itself (a plan approval, a widened sandbox).
+	// Upstream offers sandbox (category "mode") and approvals with raw
+	// ids and never sends config_option_update (acp-bridge §§ 7, 9).
+	EditorConfig bool
 	// AcceptMCPServers accepts a non-empty mcpServers list (logged, not yet
 	// used) instead of rejecting it with upstream's text.
 	AcceptMCPServers bool

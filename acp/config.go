@@ -11,6 +11,9 @@ import (
 const (
 	optionSandbox  = agent.KnobSandboxMode
 	optionApproval = agent.KnobApprovalPolicy
+	// optionMode is the session mode as a config option (with
+	// Options.EditorConfig).
+	optionMode = "mode"
 )
 
 var (
@@ -18,17 +21,97 @@ var (
 	approvalPolicies = []string{"ask", "never"}
 )
 
+// choice is one value of an option as the editor's user sees it.
+type choice struct{ value, name, description string }
+
+var (
+	sandboxChoices = []choice{
+		{"read-only", "Read only", "Commands may read the project but change nothing on disk and reach no network."},
+		{"workspace-write", "Workspace", "Commands may change files inside the project; the network and the rest of the disk stay closed."},
+		{"danger-full-access", "Full access", "Commands run unconfined: any file, the network. Use with care."},
+	}
+	approvalChoices = []choice{
+		{"ask", "Ask me", "Permission requests reach you, and you decide each one."},
+		{"never", "Never ask", "Permission requests are rejected without asking; the agent works within the sandbox."},
+	}
+	modeChoices = map[string]choice{
+		agent.DefaultMode: {agent.DefaultMode, "Default", "The agent reads, edits and runs commands within the sandbox."},
+		"plan":            {"plan", "Plan", "Read-only: the agent investigates and presents a plan for your approval before changing anything."},
+	}
+)
+
+// optionValues reports a session's option values: the knobs, and the mode
+// under "mode" (false: not composed).
+type optionValues func(id string) (string, bool)
+
+// sessionValues reads the option values from a live session.
+func sessionValues(s Session) optionValues {
+	return func(id string) (string, bool) {
+		if id == optionMode {
+			if _, ok := s.Modes(); !ok {
+				return "", false
+			}
+			return s.Mode(), true
+		}
+		return s.Knob(id)
+	}
+}
+
 // configOptions lists a session's options with their current values (a
 // held switch shows already), in upstream's order; nil when none is
 // composed.
-func configOptions(s Session) []ConfigOption {
+func (s *Server) configOptions(sess Session) []ConfigOption {
+	return s.optionsFrom(sess, sessionValues(sess))
+}
+
+// optionsFrom builds the option list from values; with EditorConfig the
+// mode leads, and every option and value has a human name and a
+// description.
+func (s *Server) optionsFrom(sess Session, values optionValues) []ConfigOption {
+	if !s.opts.EditorConfig {
+		return upstreamOptions(values)
+	}
 	var out []ConfigOption
-	if v, ok := s.Knob(optionSandbox); ok {
+	if v, ok := values(optionMode); ok {
+		ids, _ := sess.Modes()
+		cs := make([]choice, len(ids))
+		for i, id := range ids {
+			cs[i] = modeChoice(id)
+		}
+		out = append(out, ConfigOption{ID: optionMode, Name: "Mode",
+			Description: "How much the agent may do on its own in this session.",
+			Category:    "mode", Type: "select", CurrentValue: v, Options: namedOptions(cs)})
+	}
+	if v, ok := values(optionSandbox); ok {
+		out = append(out, ConfigOption{ID: optionSandbox, Name: "Sandbox",
+			Description: "What the agent's commands and file tools may touch without asking you.",
+			Category:    "_sandbox", Type: "select", CurrentValue: v, Options: namedOptions(sandboxChoices)})
+	}
+	if v, ok := values(optionApproval); ok {
+		out = append(out, ConfigOption{ID: optionApproval, Name: "Approvals",
+			Description: "Whether requests to go beyond the sandbox reach you.",
+			Category:    "_approvals", Type: "select", CurrentValue: v, Options: namedOptions(approvalChoices)})
+	}
+	return out
+}
+
+// modeChoice names a mode for the editor.
+func modeChoice(id string) choice {
+	if c, ok := modeChoices[id]; ok {
+		return c
+	}
+	return choice{value: id, name: id}
+}
+
+// upstreamOptions is upstream's option list (acp-bridge § 9).
+func upstreamOptions(values optionValues) []ConfigOption {
+	var out []ConfigOption
+	if v, ok := values(optionSandbox); ok {
 		out = append(out, ConfigOption{ID: optionSandbox, Name: "Sandbox",
 			Description: "The file sandbox mode bash commands in this session run under.",
 			Category:    "mode", Type: "select", CurrentValue: v, Options: selectOptions(sandboxModes)})
 	}
-	if v, ok := s.Knob(optionApproval); ok {
+	if v, ok := values(optionApproval); ok {
 		out = append(out, ConfigOption{ID: optionApproval, Name: "Approvals",
 			Description: "ask: permission prompts reach you; never: they are rejected automatically.",
 			Type:        "select", CurrentValue: v, Options: selectOptions(approvalPolicies)})
@@ -40,6 +123,14 @@ func selectOptions(values []string) []SelectOption {
 	out := make([]SelectOption, len(values))
 	for i, v := range values {
 		out[i] = SelectOption{Value: v, Name: v}
+	}
+	return out
+}
+
+func namedOptions(cs []choice) []SelectOption {
+	out := make([]SelectOption, len(cs))
+	for i, c := range cs {
+		out[i] = SelectOption{Value: c.value, Name: c.name, Description: c.description}
 	}
 	return out
 }
@@ -71,12 +162,67 @@ func (s *Server) setConfigOption(params json.RawMessage) (any, error) {
 		if _, ok := ls.s.Knob(optionApproval); !ok || !slices.Contains(approvalPolicies, value) {
 			return nil, invalidParams("unknown approval-policy value %s", quoted)
 		}
+	case optionMode:
+		if !s.opts.EditorConfig {
+			id, _ := marshal(req.ConfigID)
+			return nil, invalidParams("unknown config option %s", id)
+		}
+		if err := s.switchMode(ls, value); err != nil {
+			return nil, err
+		}
+		return SetConfigOptionResponse{ConfigOptions: s.shownOptions(ls)}, nil
 	default:
 		id, _ := marshal(req.ConfigID)
 		return nil, invalidParams("unknown config option %s", id)
 	}
 	ls.s.SetKnob(req.ConfigID, value)
-	return SetConfigOptionResponse{ConfigOptions: configOptions(ls.s)}, nil
+	return SetConfigOptionResponse{ConfigOptions: s.shownOptions(ls)}, nil
+}
+
+// shownOptions returns the session's options and remembers their values
+// as what the client was told (so only later changes are announced).
+func (s *Server) shownOptions(ls *liveSession) []ConfigOption {
+	opts := s.configOptions(ls.s)
+	s.mu.Lock()
+	ls.shown = optionMap(opts)
+	s.mu.Unlock()
+	return opts
+}
+
+// optionMap maps option ids to their current values.
+func optionMap(opts []ConfigOption) map[string]string {
+	m := make(map[string]string, len(opts))
+	for _, o := range opts {
+		m[o.ID] = o.CurrentValue
+	}
+	return m
+}
+
+// optionChanged notes that option id now has value (from a logged event)
+// and, with EditorConfig, sends config_option_update when the client was
+// told otherwise. It never calls into the session (it runs inside the
+// log's append), so the list is rebuilt from the values the client holds.
+func (s *Server) optionChanged(ls *liveSession, id, value string) {
+	if !s.opts.EditorConfig {
+		return
+	}
+	s.mu.Lock()
+	cur, known := ls.shown[id]
+	if !known || cur == value {
+		s.mu.Unlock()
+		return
+	}
+	ls.shown[id] = value
+	shown := make(map[string]string, len(ls.shown))
+	for k, v := range ls.shown {
+		shown[k] = v
+	}
+	s.mu.Unlock()
+	opts := s.optionsFrom(ls.s, func(id string) (string, bool) {
+		v, ok := shown[id]
+		return v, ok
+	})
+	s.notify("session/update", SessionNotification{SessionID: ls.s.ID(), Update: ConfigOptionUpdate{"config_option_update", opts}})
 }
 
 // jsonKind names the kind of a JSON value for messages ("an object").

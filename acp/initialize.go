@@ -23,7 +23,7 @@ func (s *Server) initialize(params json.RawMessage) (any, error) {
 	}
 	return InitializeResponse{
 		ProtocolVersion: ProtocolVersion,
-		AgentInfo:       Implementation{Name: s.opts.AgentName, Version: s.opts.AgentVersion},
+		AgentInfo:       Implementation{Name: s.opts.AgentName, Title: s.opts.AgentTitle, Version: s.opts.AgentVersion},
 		AgentCapabilities: AgentCapabilities{
 			LoadSession:         true,
 			PromptCapabilities:  PromptCapabilities{},

@@ -6,14 +6,19 @@ import (
 
 // modeState returns the modes object for a session, or nil when modes are
 // not composed.
-func modeState(s Session) *SessionModeState {
-	ids, ok := s.Modes()
+func (s *Server) modeState(sess Session) *SessionModeState {
+	ids, ok := sess.Modes()
 	if !ok {
 		return nil
 	}
-	st := &SessionModeState{CurrentModeID: s.Mode()}
+	st := &SessionModeState{CurrentModeID: sess.Mode()}
 	for _, id := range ids {
-		st.AvailableModes = append(st.AvailableModes, SessionMode{ID: id, Name: id})
+		m := SessionMode{ID: id, Name: id}
+		if s.opts.EditorConfig {
+			c := modeChoice(id)
+			m.Name, m.Description = c.name, c.description
+		}
+		st.AvailableModes = append(st.AvailableModes, m)
 	}
 	return st
 }
@@ -29,21 +34,33 @@ func (s *Server) setMode(params json.RawMessage) (any, error) {
 	if err != nil {
 		return nil, err
 	}
-	if _, ok := ls.s.Modes(); !ok {
-		return nil, invalidParams("session modes are not composed in this deployment")
+	if err := s.switchMode(ls, req.ModeID); err != nil {
+		return nil, err
 	}
-	if err := ls.s.SetMode(req.ModeID); err != nil {
-		return nil, invalidParams("%s", err.Error())
+	// The mode is a config option too: keep that picker in step.
+	s.optionChanged(ls, optionMode, req.ModeID)
+	return struct{}{}, nil
+}
+
+// switchMode holds a mode switch and tells the client at once (always,
+// even when the mode is already current).
+func (s *Server) switchMode(ls *liveSession, id string) error {
+	if _, ok := ls.s.Modes(); !ok {
+		return invalidParams("session modes are not composed in this deployment")
+	}
+	if err := ls.s.SetMode(id); err != nil {
+		return invalidParams("%s", err.Error())
 	}
 	s.mu.Lock()
-	ls.lastMode = req.ModeID
+	ls.lastMode = id
 	s.mu.Unlock()
-	s.notify("session/update", SessionNotification{SessionID: req.SessionID, Update: CurrentModeUpdate{"current_mode_update", req.ModeID}})
-	return struct{}{}, nil
+	s.notify("session/update", SessionNotification{SessionID: ls.s.ID(), Update: CurrentModeUpdate{"current_mode_update", id}})
+	return nil
 }
 
 // modeChanged re-announces a logged mode the client was not told about.
 func (s *Server) modeChanged(ls *liveSession, mode string) {
+	defer s.optionChanged(ls, optionMode, mode)
 	s.mu.Lock()
 	if ls.lastMode == mode {
 		s.mu.Unlock()

@@ -45,6 +45,9 @@ type liveSession struct {
 	prompt   *inflight
 	unsub    func()
 	lastMode string // the mode the client was last told
+	// shown holds the config option values the client was last told
+	// (guarded by Server.mu).
+	shown map[string]string
 }
 
 // inflight is a session/prompt awaiting its answer.

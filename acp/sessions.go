@@ -73,26 +73,27 @@ func (s *Server) newSession(ctx context.Context, params json.RawMessage) (any, e
 	s.mu.Lock()
 	terminal := s.terminalOutput
 	s.mu.Unlock()
-	if err := s.register(ctx, sess, terminal, errDisposed()); err != nil {
+	ls, err := s.register(ctx, sess, terminal, errDisposed())
+	if err != nil {
 		return nil, err
 	}
-	return NewSessionResponse{SessionID: sess.ID(), ConfigOptions: configOptions(sess), Modes: modeState(sess)}, nil
+	return NewSessionResponse{SessionID: sess.ID(), ConfigOptions: s.shownOptions(ls), Modes: s.modeState(sess)}, nil
 }
 
 // register makes sess live and starts streaming its events, unless
 // teardown began: then the session is disposed and closedErr returned.
-func (s *Server) register(ctx context.Context, sess Session, terminal bool, closedErr error) error {
+func (s *Server) register(ctx context.Context, sess Session, terminal bool, closedErr error) (*liveSession, error) {
 	s.mu.Lock()
 	if s.closed {
 		s.mu.Unlock()
 		s.dispose(ctx, sess)
-		return closedErr
+		return nil, closedErr
 	}
 	ls := &liveSession{s: sess, terminal: terminal, lastMode: sess.Mode()}
 	s.sessions[sess.ID()] = ls
 	s.mu.Unlock()
 	s.attach(ls)
-	return nil
+	return ls, nil
 }
 
 // attach starts streaming the session's live events to the client.
@@ -104,12 +105,25 @@ func (s *Server) attach(ls *liveSession) {
 		for _, u := range p.present(ev) {
 			s.notify("session/update", SessionNotification{SessionID: id, Update: u})
 		}
-		if ev.Type == session.TypeModeSet {
+		switch ev.Type {
+		case session.TypeModeSet:
 			var m struct {
 				Mode string `json:"mode"`
 			}
 			if ev.Decode(&m) == nil {
 				s.modeChanged(ls, m.Mode)
+			}
+		case session.TypeSandboxMode, session.TypeApprovalPolicy:
+			var v struct {
+				Mode   string `json:"mode"`
+				Policy string `json:"policy"`
+			}
+			if ev.Decode(&v) == nil {
+				id := optionSandbox
+				if ev.Type == session.TypeApprovalPolicy {
+					id = optionApproval
+				}
+				s.optionChanged(ls, id, v.Mode+v.Policy)
 			}
 		}
 	})
@@ -178,10 +192,11 @@ func (s *Server) resume(ctx context.Context, req LoadSessionRequest, terminal bo
 			s.notify("session/update", SessionNotification{SessionID: sess.ID(), Update: u})
 		}
 	}
-	if err := s.register(ctx, sess, terminal, invalidParams("connection closed during session/load")); err != nil {
+	ls, err := s.register(ctx, sess, terminal, invalidParams("connection closed during session/load"))
+	if err != nil {
 		return nil, err
 	}
-	return LoadSessionResponse{ConfigOptions: configOptions(sess), Modes: modeState(sess)}, nil
+	return LoadSessionResponse{ConfigOptions: s.shownOptions(ls), Modes: s.modeState(sess)}, nil
 }
 
 // resumeError maps a failed resume: a session another process holds is

@@ -31,6 +31,7 @@ type InitializeRequest struct {
 // Implementation names a program and its version.
 type Implementation struct {
 	Name    string `json:"name"`
+	Title   string `json:"title,omitempty"`
 	Version string `json:"version"`
 }
 
@@ -84,8 +85,9 @@ type SessionModeState struct {
 
 // SessionMode is one selectable mode.
 type SessionMode struct {
-	ID   string `json:"id"`
-	Name string `json:"name"`
+	ID          string `json:"id"`
+	Name        string `json:"name"`
+	Description string `json:"description,omitempty"`
 }
 
 // ConfigOption is one select-type session config option.
@@ -101,8 +103,15 @@ type ConfigOption struct {
 
 // SelectOption is one value of a select config option.
 type SelectOption struct {
-	Value string `json:"value"`
-	Name  string `json:"name"`
+	Value       string `json:"value"`
+	Name        string `json:"name"`
+	Description string `json:"description,omitempty"`
+}
+
+// ConfigOptionUpdate announces a changed option value (the whole list).
+type ConfigOptionUpdate struct {
+	SessionUpdate string         `json:"sessionUpdate"`
+	ConfigOptions []ConfigOption `json:"configOptions"`
 }
 
 // NewSessionResponse is the result of session/new.

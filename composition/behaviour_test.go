@@ -67,12 +67,19 @@ func TestConcurrentSessionsKeepTheirOwnSandboxMode(t *testing.T) {
 			require.NotEqual(t, a.SessionID, b.SessionID)
 
 			// Responses show each session's own value, whatever the other did.
+			want := func(sandbox string) map[string]string {
+				m := map[string]string{"sandbox-mode": sandbox, "approval-policy": "ask"}
+				if tc.comp == "default" {
+					m["mode"] = "default" // the mode is an option there too
+				}
+				return m
+			}
 			ra := srv.setConfig(t, a.SessionID, "sandbox-mode", tc.setA)
-			assert.Equal(t, map[string]string{"sandbox-mode": "read-only", "approval-policy": "ask"}, ra.values())
+			assert.Equal(t, want("read-only"), ra.values())
 			rb := srv.setConfig(t, b.SessionID, "sandbox-mode", tc.setB)
-			assert.Equal(t, map[string]string{"sandbox-mode": tc.wantB, "approval-policy": "ask"}, rb.values())
+			assert.Equal(t, want(tc.wantB), rb.values())
 			ra = srv.setConfig(t, a.SessionID, "sandbox-mode", "read-only") // no-op: reads A back
-			assert.Equal(t, map[string]string{"sandbox-mode": "read-only", "approval-policy": "ask"}, ra.values())
+			assert.Equal(t, want("read-only"), ra.values())
 
 			fileA, fileB := filepath.Join(ws, "a.txt"), filepath.Join(ws, "b.txt")
 			p.script("write A", bashWrite(fileA, "from A"))
@@ -131,11 +138,11 @@ func TestRestartReloadsKnobsFromLog(t *testing.T) {
 	srv := serve(t, "default", store, ws, p, map[string]any{}, nil)
 	s1 := srv.newSession(t, ws)
 	s2 := srv.newSession(t, ws)
-	assert.Equal(t, map[string]string{"sandbox-mode": "workspace-write", "approval-policy": "ask"}, s1.values())
+	assert.Equal(t, map[string]string{"mode": "default", "sandbox-mode": "workspace-write", "approval-policy": "ask"}, s1.values())
 
 	srv.setConfig(t, s1.SessionID, "sandbox-mode", "read-only")
 	r := srv.setConfig(t, s1.SessionID, "approval-policy", "never")
-	assert.Equal(t, map[string]string{"sandbox-mode": "read-only", "approval-policy": "never"}, r.values())
+	assert.Equal(t, map[string]string{"mode": "default", "sandbox-mode": "read-only", "approval-policy": "never"}, r.values())
 
 	stop, _ := srv.prompt(t, s1.SessionID, "hello one")
 	assert.Equal(t, "end_turn", stop)
@@ -144,7 +151,7 @@ func TestRestartReloadsKnobsFromLog(t *testing.T) {
 	// A switch held while idle is recorded durably (knob/pending) before it
 	// is acknowledged, so a restart keeps it.
 	r = srv.setConfig(t, s2.SessionID, "approval-policy", "never")
-	assert.Equal(t, map[string]string{"sandbox-mode": "workspace-write", "approval-policy": "never"}, r.values())
+	assert.Equal(t, map[string]string{"mode": "default", "sandbox-mode": "workspace-write", "approval-policy": "never"}, r.values())
 	srv.stop()
 	require.NoError(t, store.Close())
 
@@ -162,8 +169,8 @@ func TestRestartReloadsKnobsFromLog(t *testing.T) {
 	srv2 := serve(t, "default", openStore(t, root), ws, p2, map[string]any{}, nil)
 	l1 := srv2.loadSession(t, s1.SessionID, ws)
 	l2 := srv2.loadSession(t, s2.SessionID, ws)
-	assert.Equal(t, map[string]string{"sandbox-mode": "read-only", "approval-policy": "never"}, l1.values())
-	assert.Equal(t, map[string]string{"sandbox-mode": "workspace-write", "approval-policy": "never"}, l2.values())
+	assert.Equal(t, map[string]string{"mode": "default", "sandbox-mode": "read-only", "approval-policy": "never"}, l1.values())
+	assert.Equal(t, map[string]string{"mode": "default", "sandbox-mode": "workspace-write", "approval-policy": "never"}, l2.values())
 
 	// The reloaded modes still govern bash.
 	f1, f2 := filepath.Join(ws, "one.txt"), filepath.Join(ws, "two.txt")

@@ -10,6 +10,7 @@ import (
 	"github.com/dsh-acp/dsh-acp/agent"
 	"io"
 	"iter"
+	"maps"
 	"os"
 	"path/filepath"
 	"strings"
@@ -22,6 +23,7 @@ import (
 
 	"github.com/dsh-acp/dsh-acp/agent/llm"
 	"github.com/dsh-acp/dsh-acp/composition"
+	"github.com/dsh-acp/dsh-acp/internal/acpschema"
 	"github.com/dsh-acp/dsh-acp/sandbox"
 	"github.com/dsh-acp/dsh-acp/session"
 	"github.com/dsh-acp/dsh-acp/session/jsonl"
@@ -280,14 +282,52 @@ type client struct {
 	mu      sync.Mutex
 	nextID  int
 	pending map[string]chan frame
-	lines   []string // every line the agent wrote, in order
+	methods map[string]string // request id → method, for validation
+	lines   []string          // every line the agent wrote, in order
 	answer  agentAnswer
 }
 
 func newClient(t *testing.T, in io.WriteCloser, out io.Reader, answer agentAnswer) *client {
-	c := &client{t: t, in: in, pending: map[string]chan frame{}, answer: answer}
+	c := &client{t: t, in: in, pending: map[string]chan frame{}, methods: map[string]string{}, answer: answer}
 	go c.read(out)
 	return c
+}
+
+var (
+	schemaOnce sync.Once
+	schema     *acpschema.Validator
+	schemaErr  error
+)
+
+// validate checks every frame the agent wrote against the ACP schema
+// (envelope key order, no HTML escapes, the payload's type).
+func (c *client) validate() {
+	c.t.Helper()
+	schemaOnce.Do(func() {
+		schema, schemaErr = acpschema.Compile(filepath.Join("..", "..", "shared", "acp", "schema.json"))
+	})
+	if errors.Is(schemaErr, os.ErrNotExist) {
+		c.t.Logf("ACP schema not found; frames not validated: %v", schemaErr)
+		return
+	}
+	require.NoError(c.t, schemaErr)
+	c.mu.Lock()
+	lines := append([]string(nil), c.lines...)
+	methods := maps.Clone(c.methods)
+	c.mu.Unlock()
+	for _, l := range lines {
+		var f frame
+		if json.Unmarshal([]byte(l), &f) != nil {
+			continue
+		}
+		method := f.Method
+		if method == "" {
+			method = methods[string(f.ID)]
+		}
+		if err := schema.CheckFrame([]byte(l), method); err != nil {
+			c.t.Errorf("agent frame fails the ACP schema: %v\nframe: %s", err, acpschema.ClipLine([]byte(l)))
+		}
+	}
 }
 
 func (c *client) read(out io.Reader) {
@@ -363,6 +403,7 @@ func (c *client) request(method string, params any) (int, <-chan frame) {
 	c.nextID++
 	ch := make(chan frame, 1)
 	c.pending[fmt.Sprint(id)] = ch
+	c.methods[fmt.Sprint(id)] = method
 	c.mu.Unlock()
 	c.send(map[string]any{"jsonrpc": "2.0", "id": id, "method": method, "params": params})
 	return id, ch
@@ -483,7 +524,10 @@ func serve(t *testing.T, name string, store session.Store, launchDir string, p *
 			}
 		})
 	}
-	t.Cleanup(stop)
+	t.Cleanup(func() {
+		stop()
+		c.validate()
+	})
 	c.call("initialize", map[string]any{"protocolVersion": 1, "clientCapabilities": clientCaps})
 	return &server{c: c, stop: stop}
 }

@@ -28,8 +28,9 @@ func errResp(id int, msg string) string {
 	return fmt.Sprintf(`{"jsonrpc":"2.0","id":%d,"error":{"code":-32602,"message":%s}}`, id, b)
 }
 
-// Each composition advertises exactly the surfaces it mounts (acp-bridge
-// §§ 3, 9, 10) and refuses the ones it does not (§§ 7, 8).
+// Each upstream composition advertises exactly the surfaces it mounts
+// (acp-bridge §§ 3, 9, 10) and refuses the ones it does not (§§ 7, 8). The
+// default composition's editor options: editor_test.go.
 func TestCompositionSurfaces(t *testing.T) {
 	type surface struct {
 		comp    string
@@ -37,7 +38,6 @@ func TestCompositionSurfaces(t *testing.T) {
 		modes   bool
 	}
 	for _, c := range []surface{
-		{"default", "[" + sandboxOption("workspace-write") + "," + approvalOption("ask") + "]", true},
 		{"sandbox-acp-agent", "[" + sandboxOption("read-only") + "," + approvalOption("ask") + "]", false},
 		{"plan-acp-agent", "", true},
 		{"acp-agent", "", false},
