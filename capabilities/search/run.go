@@ -1,0 +1,164 @@
+package search
+
+import (
+	"bufio"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/dsh-acp/dsh-acp/capabilities"
+	"github.com/dsh-acp/dsh-acp/capabilities/bash"
+	"github.com/dsh-acp/dsh-acp/sandbox"
+)
+
+// maxRecord bounds one stdout line of rg kept in memory; the rest of a
+// longer line (a minified file's single line) is read and dropped.
+const maxRecord = 1 << 20
+
+// maxStderr bounds the stderr kept of one run.
+const maxStderr = 64 << 10
+
+// run is one finished rg process.
+type run struct {
+	exitCode int    // -1 when killed or never exited normally
+	stderr   string // bounded
+	stopped  bool   // the consumer stopped reading (enough results)
+	timedOut bool
+}
+
+// errStop is returned by a line consumer that has enough.
+var errStop = errors.New("enough results")
+
+// exec runs argv (rg and its fixed arguments, never a shell line) confined
+// for the call, in dir, in its own process group, feeding each stdout line
+// to each. The run ends at rg's exit, when each returns errStop (the group
+// is killed), at the budget (killed, timedOut) or when ctx ends (killed,
+// the ctx error is returned).
+func (o Options) exec(ctx context.Context, call *capabilities.Call, dir string, argv []string, budget time.Duration, each func(line []byte) error) (run, error) {
+	var setup func(*exec.Cmd)
+	if sb := o.Sandbox; sb != nil {
+		policy := sandbox.Policy{Mode: sandbox.Mode(sb.Mode(call)), WorkspaceRoot: sb.Root(call)}
+		c, err := sb.Confiner.Confine(ctx, argv, policy)
+		if err != nil {
+			return run{}, err
+		}
+		argv, setup = c.Argv, c.Setup
+	}
+	parent := ctx
+	ctx, cancel := context.WithTimeout(ctx, budget)
+	defer cancel()
+
+	start := func(withSetup bool) (*exec.Cmd, io.ReadCloser, *os.File, error) {
+		cmd := exec.Command(argv[0], argv[1:]...)
+		cmd.Dir = dir
+		cmd.Env = bash.CommandEnv(os.Environ())
+		cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+		if withSetup && setup != nil {
+			setup(cmd)
+			if cmd.SysProcAttr == nil {
+				cmd.SysProcAttr = &syscall.SysProcAttr{}
+			}
+			cmd.SysProcAttr.Setpgid = true
+		}
+		errF, err := os.CreateTemp("", "dsh-acp-rg-stderr-")
+		if err != nil {
+			return nil, nil, nil, fmt.Errorf("search: stderr file: %w", err)
+		}
+		_ = os.Remove(errF.Name())
+		cmd.Stderr = errF
+		out, err := cmd.StdoutPipe()
+		if err != nil {
+			_ = errF.Close()
+			return nil, nil, nil, fmt.Errorf("search: stdout pipe: %w", err)
+		}
+		if err := cmd.Start(); err != nil {
+			_ = errF.Close()
+			return nil, nil, nil, err
+		}
+		return cmd, out, errF, nil
+	}
+	cmd, out, errF, err := start(true)
+	if err != nil && setup != nil {
+		cmd, out, errF, err = start(false)
+	}
+	if err != nil {
+		return run{}, fmt.Errorf("search: start rg: %w", err)
+	}
+	defer func() { _ = errF.Close() }()
+	pgid := cmd.Process.Pid
+	kill := func() { _ = syscall.Kill(-pgid, syscall.SIGKILL) }
+	stopWatch := context.AfterFunc(ctx, kill)
+	defer stopWatch()
+
+	var r run
+	br := bufio.NewReaderSize(out, 64<<10)
+	for {
+		line, rerr := readRecord(br)
+		if len(line) > 0 {
+			if cerr := each(line); cerr != nil {
+				r.stopped = true
+				kill()
+				break
+			}
+		}
+		if rerr != nil {
+			break
+		}
+	}
+	_, _ = io.Copy(io.Discard, out) // after a kill: drain until the pipe closes
+	werr := cmd.Wait()
+	kill() // nothing rg started outlives it
+	r.exitCode = -1
+	if cmd.ProcessState != nil && cmd.ProcessState.Exited() {
+		r.exitCode = cmd.ProcessState.ExitCode()
+	}
+	if _, err := errF.Seek(0, io.SeekStart); err == nil {
+		b, _ := io.ReadAll(io.LimitReader(errF, maxStderr))
+		r.stderr = strings.TrimSpace(string(b))
+	}
+	switch {
+	case r.stopped:
+		return r, nil
+	case parent.Err() != nil:
+		return r, fmt.Errorf("search aborted: %w", parent.Err())
+	case ctx.Err() != nil && r.exitCode < 0:
+		r.timedOut = true
+		return r, nil
+	}
+	var ee *exec.ExitError
+	if werr != nil && !errors.As(werr, &ee) {
+		return r, fmt.Errorf("search: wait for rg: %w", werr)
+	}
+	return r, nil
+}
+
+// readRecord reads one line without its newline, keeping at most
+// maxRecord bytes of it.
+func readRecord(br *bufio.Reader) ([]byte, error) {
+	var buf []byte
+	for {
+		chunk, err := br.ReadSlice('\n')
+		if len(buf)+len(chunk) <= maxRecord {
+			buf = append(buf, chunk...)
+		} else if len(buf) < maxRecord {
+			buf = append(buf, chunk[:maxRecord-len(buf)]...)
+		}
+		if errors.Is(err, bufio.ErrBufferFull) {
+			continue
+		}
+		return trimNL(buf), err
+	}
+}
+
+func trimNL(b []byte) []byte {
+	for len(b) > 0 && (b[len(b)-1] == '\n' || b[len(b)-1] == '\r') {
+		b = b[:len(b)-1]
+	}
+	return b
+}
