@@ -31,7 +31,7 @@ func BenchmarkTrue(b *testing.B) {
 			}
 			b.Run(name, func(b *testing.B) {
 				requireBackend(b, be)
-				c, err := NewProvider(be).Confine(context.Background(), []string{"true"}, policy)
+				c, err := providerFor(be).Confine(context.Background(), []string{"true"}, policy)
 				if err != nil {
 					b.Fatal(err)
 				}

@@ -54,11 +54,14 @@ var realBackends = []backendCase{
 		namespaces: func(Backend) bool { return false }},
 }
 
-var probeCache sync.Map // Backend → probeResult
+// providers holds one provider per backend value, so that each is probed
+// once (a probe per command would be slow, and on a loaded host could flip
+// a Landlock's namespaces between commands).
+var providers sync.Map // Backend → *Provider
 
-type probeResult struct {
-	enf Enforcement
-	err error
+func providerFor(b Backend) *Provider {
+	p, _ := providers.LoadOrStore(b, NewProvider(b))
+	return p.(*Provider)
 }
 
 // requireBackend probes b (once per backend value). When it is unusable
@@ -66,19 +69,23 @@ type probeResult struct {
 // lists it.
 func requireBackend(t testing.TB, b Backend) Enforcement {
 	t.Helper()
-	r, ok := probeCache.Load(b)
-	if !ok {
-		enf, err := b.Probe(context.Background())
-		r, _ = probeCache.LoadOrStore(b, probeResult{enf, err})
-	}
-	res := r.(probeResult)
-	if res.err != nil {
+	_, enf, err := providerFor(b).Select(context.Background(), ReadOnly)
+	if err != nil {
 		if slices.Contains(strings.Split(os.Getenv(requireEnv), ","), b.Name()) {
-			t.Fatalf("%s backend is required (%s) but unusable: %v", b.Name(), requireEnv, res.err)
+			t.Fatalf("%s backend is required (%s) but unusable: %v", b.Name(), requireEnv, errors.Join(unavailableProbes(err)...))
 		}
-		t.Skipf("SANDBOX NOT TESTED: %s backend is unusable on this host, its confinement tests are SKIPPED: %v", b.Name(), res.err)
+		t.Skipf("SANDBOX NOT TESTED: %s backend is unusable on this host, its confinement tests are SKIPPED: %v", b.Name(), errors.Join(unavailableProbes(err)...))
 	}
-	return res.enf
+	return enf
+}
+
+// unavailableProbes returns the probe errors behind a Select error.
+func unavailableProbes(err error) []error {
+	var u *UnavailableError
+	if errors.As(err, &u) && len(u.Probes) > 0 {
+		return u.Probes
+	}
+	return []error{err}
 }
 
 // testBase returns a fresh directory that is not under /tmp, so that
@@ -199,8 +206,7 @@ func confine(t *testing.T, b Backend, mode Mode, root, script string) spawn {
 func confinePolicy(t *testing.T, b Backend, policy Policy, script string) spawn {
 	t.Helper()
 	enf := requireBackend(t, b)
-	p := NewProvider(b)
-	c, err := p.Confine(context.Background(), []string{"bash", "-c", script}, policy)
+	c, err := providerFor(b).Confine(context.Background(), []string{"bash", "-c", script}, policy)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -80,10 +80,10 @@ func (l *Landlock) Probe(ctx context.Context) (Enforcement, error) {
 	if len(l.Launcher) == 0 {
 		return "", errors.New("no launcher configured")
 	}
-	ctx, cancel := context.WithTimeout(ctx, ProbeTimeout)
+	pctx, cancel := context.WithTimeout(ctx, ProbeTimeout)
 	defer cancel()
 	argv := append(append([]string(nil), l.Launcher...), "--probe")
-	cmd := exec.CommandContext(ctx, argv[0], argv[1:]...)
+	cmd := exec.CommandContext(pctx, argv[0], argv[1:]...)
 	var stdout, stderr bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr
 	if err := cmd.Run(); err != nil {
@@ -103,7 +103,9 @@ func (l *Landlock) Probe(ctx context.Context) (Enforcement, error) {
 	}
 	var ns *nsSpawn
 	if !l.NoNamespaces {
-		ns = detectNamespaces(ctx, l.Launcher)
+		nctx, cancel := context.WithTimeout(ctx, ProbeTimeout)
+		ns = detectNamespaces(nctx, l.Launcher)
+		cancel()
 	}
 	l.mu.Lock()
 	l.ns = ns

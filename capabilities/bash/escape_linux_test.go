@@ -4,6 +4,7 @@ package bash
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"os/exec"
@@ -70,18 +71,23 @@ func suiteBackends(t *testing.T) []suiteBackend {
 	return backendsList
 }
 
-var probed sync.Map // sandbox.Backend → error
+var providers sync.Map // sandbox.Backend → *sandbox.Provider
+
+// providerFor returns the one provider of b, so that b is probed once.
+func providerFor(b sandbox.Backend) *sandbox.Provider {
+	p, _ := providers.LoadOrStore(b, sandbox.NewProvider(b))
+	return p.(*sandbox.Provider)
+}
 
 // requireUsable probes b once; an unusable backend skips loudly, or fails
 // when requireEnv lists it.
 func requireUsable(t *testing.T, b sandbox.Backend) {
 	t.Helper()
-	r, ok := probed.Load(b)
-	if !ok {
-		_, err := b.Probe(context.Background())
-		r, _ = probed.LoadOrStore(b, err)
-	}
-	if err, _ := r.(error); err != nil {
+	if _, _, err := providerFor(b).Select(context.Background(), sandbox.ReadOnly); err != nil {
+		var u *sandbox.UnavailableError
+		if errors.As(err, &u) && len(u.Probes) > 0 {
+			err = errors.Join(u.Probes...)
+		}
 		if slices.Contains(strings.Split(os.Getenv(requireEnv), ","), b.Name()) {
 			t.Fatalf("%s backend is required (%s) but unusable: %v", b.Name(), requireEnv, err)
 		}
@@ -105,7 +111,7 @@ func newEscapeLab(t *testing.T, b sandbox.Backend, mode, key string) *escapeLab 
 	base := suiteBase(t)
 	confiner := sandbox.NewProvider()
 	if b != nil {
-		confiner = sandbox.NewProvider(b)
+		confiner = providerFor(b)
 	}
 	l := &escapeLab{t: t, base: base, key: key, mode: mode, confiner: confiner,
 		ws: filepath.Join(base, "ws"), outside: filepath.Join(base, "outside"), home: filepath.Join(base, "home"),

@@ -63,7 +63,7 @@ func TestAgentKilledTakesCommandsDown(t *testing.T) {
 // processes, prints their markers and READY, then waits to be killed.
 func agentUnderKill(t *testing.T) {
 	for _, sb := range suiteBackends(t) {
-		if _, err := sb.backend.Probe(context.Background()); err != nil {
+		if _, _, err := providerFor(sb.backend).Select(context.Background(), "read-only"); err != nil {
 			fmt.Printf("SANDBOX NOT TESTED: %s unusable: %v\n", sb.name, err)
 			continue
 		}
