@@ -6,7 +6,7 @@ UPSTREAM ?= ../shared/upstream
 VERSION ?= $(shell git describe --always --dirty 2>/dev/null || echo dev)
 LDFLAGS := -X main.version=$(VERSION)
 
-.PHONY: build test demo conformance snapshots bench vet clean
+.PHONY: build test fuzz demo conformance snapshots bench vet clean
 
 build:
 	$(GO) build -ldflags "$(LDFLAGS)" -o $(BIN) ./cmd/dsh-acp
@@ -15,6 +15,20 @@ build:
 test:
 	$(GO) vet ./...
 	$(GO) test -race -count=1 ./...
+
+## fuzz: every fuzz target for FUZZTIME each (go test already runs their
+## seed corpora; this explores beyond them). A crash found is written to the
+## target's testdata/fuzz and becomes a seed.
+FUZZTIME ?= 10s
+FUZZ_TARGETS := ./acp:FuzzLineStream ./acp:FuzzEnvelope ./acp:FuzzHandlers \
+	./agent/llm/deepseek:FuzzFastPayload ./agent/llm/deepseek:FuzzSSE \
+	./session/jsonl:FuzzLoad ./snapshots:FuzzScenarioLoad ./snapshots:FuzzNormalize
+fuzz:
+	@set -e; for t in $(FUZZ_TARGETS); do \
+		pkg=$${t%%:*}; name=$${t##*:}; \
+		echo "fuzz $$pkg $$name ($(FUZZTIME))"; \
+		$(GO) test -run '^$$' -fuzz "^$$name$$" -fuzztime $(FUZZTIME) $$pkg; \
+	done
 
 ## demo: a keyless replay of a recorded session, shown as a transcript.
 demo: build
