@@ -167,12 +167,24 @@ func (r *Runtime) LookupSession(ctx context.Context, id string) (session.Header,
 	return session.Header{}, fmt.Errorf("session %q not found: %w", id, session.ErrNotFound)
 }
 
-// ListSessions returns the headers of the stored sessions.
+// ListSessions returns the headers of the stored top-level sessions.
 func (r *Runtime) ListSessions(ctx context.Context) ([]session.Header, error) {
 	if r.cfg.Store == nil {
 		return nil, nil
 	}
-	return r.cfg.Store.List(ctx)
+	hs, err := r.cfg.Store.List(ctx)
+	if err != nil {
+		return nil, err
+	}
+	// Child sessions (subagents, workflow children) are not conversations
+	// of their own: they are reached through their parent's tool cards.
+	top := hs[:0]
+	for _, h := range hs {
+		if h.ParentSession == "" {
+			top = append(top, h)
+		}
+	}
+	return top, nil
 }
 
 // SessionTitle names a stored session by its first user message ("" when
@@ -212,13 +224,24 @@ type warmer interface {
 // open makes a live session over log; composed members join its pipeline
 // unless the session is the throwaway prewarm one.
 func (r *Runtime) open(log *session.Log, composed bool) *Session {
-	s := &Session{rt: r, log: log}
+	return r.openChild(log, composed, capabilities.ChildOptions{})
+}
+
+// openChild is open with a child's options: its model, its extra tools
+// (after the registry's) and its extra pipeline members (after the
+// composition's).
+func (r *Runtime) openChild(log *session.Log, composed bool, o capabilities.ChildOptions) *Session {
+	s := &Session{rt: r, log: log, model: o.Model}
 	s.tools = r.cfg.Tools(s)
+	if len(o.Extra) > 0 {
+		s.tools = s.tools.With(o.Extra...)
+	}
 	s.restorePending(log.Events())
 	members := s.builtinMembers()
 	if composed && r.cfg.Members != nil {
 		members = append(members, r.cfg.Members(s)...)
 	}
+	members = append(members, o.Members...)
 	p, err := pipeline.New(r.cfg.Log, members...)
 	if err != nil {
 		r.cfg.Log.Error().Err(err).Str("session", s.ID()).Msg("turn pipeline: the composition's members are left out")
@@ -233,6 +256,7 @@ type Session struct {
 	rt    *Runtime
 	log   *session.Log
 	tools *capabilities.Registry
+	model string // a child's model override ("" = the runtime's)
 
 	turnMu sync.Mutex // held for a whole turn
 
@@ -319,12 +343,12 @@ func (s *Session) system() string {
 	if sec, ok := s.modeSection(); ok {
 		secs = append(secs, sec)
 	}
-	return renderSystem(secs, s.rt.cfg.Model, s.Cwd())
+	return renderSystem(secs, s.modelID(), s.Cwd())
 }
 
 // header builds the request header for the next step.
 func (s *Session) header() Header {
-	h := Header{Config: llm.Config{Model: s.rt.cfg.Model}, System: s.system()}
+	h := Header{Config: llm.Config{Model: s.modelID()}, System: s.system()}
 	mode := s.LoggedMode()
 	for _, t := range s.tools.Tools() { // already in wire order
 		if !s.rt.offeredIn(mode, t.Name()) {

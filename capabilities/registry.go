@@ -110,3 +110,26 @@ func (r *Registry) Close(ctx context.Context) error {
 	}
 	return errors.Join(errs...)
 }
+
+// With returns a registry holding r's tools followed by extra, in the
+// order given: a tool offered to one agent only (structured_output) is
+// appended last to that agent's wire list. An extra tool replaces one of
+// r's by name.
+func (r *Registry) With(extra ...Tool) *Registry {
+	out := &Registry{byName: make(map[string]Tool, len(r.tools)+len(extra))}
+	names := make(map[string]bool, len(extra))
+	for _, t := range extra {
+		names[t.Name()] = true
+	}
+	for _, t := range r.tools {
+		if !names[t.Name()] {
+			out.tools = append(out.tools, t)
+			out.byName[t.Name()] = t
+		}
+	}
+	for _, t := range extra {
+		out.tools = append(out.tools, t)
+		out.byName[t.Name()] = t
+	}
+	return out
+}

@@ -18,6 +18,10 @@ type Schema struct {
 	Default     json.RawMessage
 	Properties  []Property // object: in declaration order
 	Items       *Schema    // array
+	// Raw, when set, is the whole schema as given (a caller-supplied JSON
+	// Schema, e.g. a structured-output schema): it is emitted verbatim and
+	// the tool validates its arguments itself.
+	Raw json.RawMessage
 }
 
 // Property is one named object property.
@@ -52,6 +56,9 @@ func Array(desc string, items *Schema) *Schema {
 
 // MarshalJSON emits the schema in contract key order.
 func (s *Schema) MarshalJSON() ([]byte, error) {
+	if s.Raw != nil {
+		return s.Raw, nil
+	}
 	var b bytes.Buffer
 	b.WriteString(`{"type":`)
 	b.Write(jsonx.MustMarshal(s.Type))
@@ -106,6 +113,9 @@ func (s *Schema) MarshalJSON() ([]byte, error) {
 // Validate checks a parsed argument value against the schema and returns
 // the violations (tools contract § 2): only declared properties are checked.
 func (s *Schema) Validate(args json.RawMessage) []string {
+	if s.Raw != nil {
+		return nil
+	}
 	var v any
 	dec := json.NewDecoder(bytes.NewReader(args))
 	dec.UseNumber()

@@ -18,6 +18,7 @@ import (
 	"github.com/dsh-acp/dsh-acp/capabilities/fs"
 	"github.com/dsh-acp/dsh-acp/capabilities/localfs"
 	"github.com/dsh-acp/dsh-acp/capabilities/plan"
+	"github.com/dsh-acp/dsh-acp/capabilities/subagent"
 	"github.com/dsh-acp/dsh-acp/capabilities/todo"
 	"github.com/dsh-acp/dsh-acp/capabilities/undo"
 	"github.com/dsh-acp/dsh-acp/sandbox"
@@ -205,7 +206,7 @@ const (
 // Built reports whether this build implements feature.
 func Built(feature string) bool {
 	switch feature {
-	case FeatureCodeMode, FeatureSubagents, FeatureWorkflow:
+	case FeatureCodeMode, FeatureWorkflow:
 		return false
 	}
 	return true
@@ -268,6 +269,9 @@ func (c Composition) Registry(env capabilities.Env, deps Deps) *capabilities.Reg
 	}
 	if c.Has(FamilyPlan) {
 		tools = append(tools, plan.Tool{Asker: deps.Asker})
+	}
+	if c.Has(FamilySubagent) {
+		tools = append(tools, subagent.Tool{}, subagent.Tool{Fork: true})
 	}
 	return capabilities.NewRegistry(tools...)
 }

@@ -57,6 +57,9 @@ var mustPass = []string{
 	"acp-agent/hook-codex-promptsubmit-context",
 	"acp-agent/hook-codex-stop-continue",
 	"acp-agent/repeat-tool-guard",
+	"acp-agent/subagent-spawn",
+	"acp-agent/subagent-fork",
+	"acp-agent/subagent-mixed",
 }
 
 func TestUpstreamScenariosReplayInProcess(t *testing.T) {
@@ -72,6 +75,11 @@ func TestUpstreamScenariosReplayInProcess(t *testing.T) {
 				r := Run(context.Background(), sc, InProcess{Version: "test"}, Options{Timeout: 30 * time.Second})
 				require.True(t, r.Passed, "%s\n%s", r.Message, r.Diff)
 				validateTimeline(t, r.Timeline)
+				// Children are full agents: each child's first header is
+				// its parent's (subagents-workflows § 1).
+				for i := 1; i < len(r.Logs); i++ {
+					require.Equal(t, firstHeader(t, r.Logs[:1]), firstHeader(t, r.Logs[i:i+1]), "child log %d's header", i)
+				}
 				if h := firstHeader(t, r.Logs); h != "" {
 					mu.Lock()
 					if headers[sc.Meta.Composition] == nil {

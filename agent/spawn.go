@@ -1,0 +1,58 @@
+package agent
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/dsh-acp/dsh-acp/capabilities"
+	"github.com/dsh-acp/dsh-acp/session"
+)
+
+// modelID is the model this session's requests name: a child's override,
+// else the runtime's.
+func (s *Session) modelID() string {
+	if s.model != "" {
+		return s.model
+	}
+	return s.rt.cfg.Model
+}
+
+// Spawn starts a child agent of s (capabilities.Spawner): a full agent of
+// the same runtime — the same prompt assembly, tools and composed pipeline
+// members, built fresh for the child — with its own log in the same store
+// (subagents-workflows § 1). The child's header names s as parentSession
+// and copies its cwd. A fork child is seeded with s's events through the
+// last turn/end (the completed turns; the turn calling the tool is left
+// out), copied verbatim, and its log is written at once; a fork of a
+// session with no completed turn has no seed, like a spawn. The child is
+// never shown to the editor and does not run the session-start members.
+func (s *Session) Spawn(ctx context.Context, o capabilities.ChildOptions) (capabilities.Child, error) {
+	r := s.rt
+	h := session.Header{ID: r.cfg.NewID(), CreatedAt: r.cfg.Clock(), Cwd: s.Cwd(), ParentSession: s.ID()}
+	if o.Model == "" {
+		o.Model = s.modelID()
+	}
+	var seed []session.Event
+	if o.Fork {
+		seed = completedPrefix(s.log.Events())
+	}
+	h.SeedLength = len(seed)
+	if len(seed) > 0 && r.cfg.Store != nil {
+		if err := r.cfg.Store.Append(context.WithoutCancel(ctx), h, seed); err != nil {
+			return nil, fmt.Errorf("write the fork child's seed: %w", err)
+		}
+	}
+	child := r.openChild(session.ResumeLog(h, seed, r.cfg.Clock, r.cfg.Store), true, o)
+	return child, nil
+}
+
+// completedPrefix returns events from the first through the last turn/end
+// (nil when no turn has ended).
+func completedPrefix(events []session.Event) []session.Event {
+	for i := len(events) - 1; i >= 0; i-- {
+		if events[i].Type == session.TypeTurnEnd {
+			return events[: i+1 : i+1]
+		}
+	}
+	return nil
+}

@@ -1,0 +1,89 @@
+package subagent
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+
+	"github.com/dsh-acp/dsh-acp/capabilities"
+	"github.com/dsh-acp/dsh-acp/session"
+)
+
+// Tool names.
+const (
+	SpawnName = "subagent"
+	ForkName  = "subagent_fork"
+)
+
+// Tool is subagent (spawn) or subagent_fork (fork).
+type Tool struct {
+	// Fork makes it subagent_fork.
+	Fork bool
+	// Progress, when set, is told about the child's events while it runs
+	// (the default composition's live card); upstream shows nothing.
+	Progress Progress
+}
+
+// Progress receives a running child's events for the parent's tool call.
+type Progress interface {
+	// Child is called for every event the child appends, in order.
+	Child(call *capabilities.Call, childID string, e session.Event)
+}
+
+// Name implements capabilities.Tool.
+func (t Tool) Name() string {
+	if t.Fork {
+		return ForkName
+	}
+	return SpawnName
+}
+
+// Description implements capabilities.Tool.
+func (t Tool) Description() string {
+	if t.Fork {
+		return "Delegate a self-contained subtask to a forked child agent that starts with this conversation so far " +
+			"(every completed turn) and the same tools. It runs to completion and returns its final answer as the result. " +
+			"Use it when the subtask needs what was already said."
+	}
+	return "Delegate a self-contained subtask to a fresh child agent with the same tools but none of this conversation: " +
+		"write the prompt so that it stands on its own. The child runs to completion and its final answer is the result."
+}
+
+// Schema implements capabilities.Tool.
+func (Tool) Schema() *capabilities.Schema {
+	return capabilities.Object(
+		capabilities.Req("description", capabilities.String("A short (3-5 word) label for the subtask.")),
+		capabilities.Req("prompt", capabilities.String("The complete task for the child agent.")),
+	)
+}
+
+// Run implements capabilities.Tool.
+func (t Tool) Run(ctx context.Context, call *capabilities.Call) (capabilities.Result, error) {
+	sp, ok := call.Session.(capabilities.Spawner)
+	if !ok || sp == nil {
+		return capabilities.Result{}, errors.New(ErrNoAgent)
+	}
+	var args struct {
+		Prompt string `json:"prompt"`
+	}
+	if err := json.Unmarshal(call.Args, &args); err != nil {
+		return capabilities.Result{}, err
+	}
+	r := Request{Fork: t.Fork, Prompt: args.Prompt}
+	if t.Progress != nil {
+		var id string
+		r.OnStart = func(child string) { id = child }
+		r.Observe = func(e session.Event) { t.Progress.Child(call, id, e) }
+	}
+	out, err := Run(ctx, sp, r)
+	if err != nil {
+		return capabilities.Result{}, err
+	}
+	if err := out.Err(); err != nil {
+		return capabilities.Result{}, err
+	}
+	if out.Text == "" {
+		return capabilities.Result{}, errors.New(ErrDeclined)
+	}
+	return capabilities.TextResult(out.Text), nil
+}
