@@ -337,6 +337,7 @@ func (s *Session) system() string {
 			secs = append(secs, sc.PromptSection())
 		}
 	}
+	secs = append(secs, s.tools.Sections()...)
 	if sec, ok := s.approvalSection(); ok {
 		secs = append(secs, sec)
 	}

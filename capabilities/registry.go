@@ -14,9 +14,36 @@ import (
 // Registry holds the tools a session offers, in wire order (lexicographic by
 // name), and runs every call through one pipeline.
 type Registry struct {
-	tools  []Tool
-	byName map[string]Tool
+	tools    []Tool
+	byName   map[string]Tool
+	spill    *Spill
+	timeouts *Timeouts
+	sections []Section
 }
+
+// WithSpill makes every result over the spill cap a bounded view plus a
+// saved file (see Spill); it returns r.
+func (r *Registry) WithSpill(s Spill) *Registry {
+	r.spill = &s
+	return r
+}
+
+// WithTimeouts gives every call a time budget (see Timeouts); it returns r.
+func (r *Registry) WithTimeouts(t Timeouts) *Registry {
+	r.timeouts = &t
+	return r
+}
+
+// WithSections adds prompt sections that belong to the session's tools
+// but to no single tool (project instructions, the skill catalogue); it
+// returns r.
+func (r *Registry) WithSections(secs ...Section) *Registry {
+	r.sections = append(r.sections, secs...)
+	return r
+}
+
+// Sections returns the sections added with WithSections.
+func (r *Registry) Sections() []Section { return r.sections }
 
 // NewRegistry returns a registry of tools sorted by name.
 func NewRegistry(tools ...Tool) *Registry {
@@ -63,8 +90,16 @@ type Outcome struct {
 }
 
 // Execute runs one call: lookup, argument validation, the tool, and error
-// mapping (tools contract § 2).
+// mapping (tools contract § 2), then the spill step.
 func (r *Registry) Execute(ctx context.Context, env Env, callID, name, arguments string) Outcome {
+	out := r.execute(ctx, env, callID, name, arguments)
+	if r.spill != nil {
+		out = r.spill.apply(env, callID, out)
+	}
+	return out
+}
+
+func (r *Registry) execute(ctx context.Context, env Env, callID, name, arguments string) Outcome {
 	t, ok := r.byName[name]
 	if !ok {
 		return errorOutcome(fmt.Sprintf("unknown tool %q", name), &session.ErrorInfo{Name: "ToolNotFoundError", Code: "UNKNOWN_TOOL"})
@@ -73,7 +108,14 @@ func (r *Registry) Execute(ctx context.Context, env Env, callID, name, arguments
 	if v := t.Schema().Validate(args); len(v) > 0 {
 		return errorOutcome("invalid arguments: "+Violations(v), &session.ErrorInfo{Name: "ToolArgsError", Code: "INVALID_ARGS"})
 	}
-	res, err := t.Run(ctx, &Call{CallID: callID, Name: name, Args: args, Session: env})
+	call := &Call{CallID: callID, Name: name, Args: args, Session: env}
+	var res Result
+	var err error
+	if r.timeouts != nil {
+		res, err = r.timeouts.run(ctx, t, call)
+	} else {
+		res, err = t.Run(ctx, call)
+	}
 	if err != nil {
 		var ce *CodedError
 		if errors.As(err, &ce) {
