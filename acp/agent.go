@@ -71,6 +71,10 @@ type Options struct {
 	// Upstream offers sandbox (category "mode") and approvals with raw
 	// ids and never sends config_option_update (acp-bridge §§ 7, 9).
 	EditorConfig bool
+	// Models, with EditorConfig, lists the models the Model option offers
+	// (a session's current model is offered even when missing). It must
+	// not block past ctx. Nil: no Model or Thinking option.
+	Models func(ctx context.Context) []ModelChoice
 	// AcceptMCPServers accepts a non-empty mcpServers list (logged, not yet
 	// used) instead of rejecting it with upstream's text.
 	AcceptMCPServers bool
@@ -115,6 +119,15 @@ type Options struct {
 	// MaxPromptBytes bounds the text of one session/prompt across its
 	// blocks (0: DefaultMaxPromptBytes, 4 MiB); a larger prompt is -32602.
 	MaxPromptBytes int
+}
+
+// ModelChoice is one model the Model option offers.
+type ModelChoice struct {
+	// ID is the model id requests name; Name and Description are shown.
+	ID, Name, Description string
+	// Thinking says the model takes the thinking switch (the Thinking
+	// option is shown while it is the session's model).
+	Thinking bool
 }
 
 // FromRuntime adapts an agent runtime to the bridge's Agent surface.

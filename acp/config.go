@@ -1,8 +1,11 @@
 package acp
 
 import (
+	"context"
 	"encoding/json"
 	"slices"
+	"strings"
+	"time"
 
 	"github.com/dsh-acp/dsh-acp/agent"
 )
@@ -14,6 +17,10 @@ const (
 	// optionMode is the session mode as a config option (with
 	// Options.EditorConfig).
 	optionMode = "mode"
+	// optionModel and optionThinking are the model knobs (with
+	// Options.Models).
+	optionModel    = agent.KnobModel
+	optionThinking = agent.KnobThinking
 )
 
 var (
@@ -33,6 +40,10 @@ var (
 	approvalChoices = []choice{
 		{"ask", "Ask me", "Permission requests reach you, and you decide each one."},
 		{"never", "Never ask", "Permission requests are rejected without asking; the agent works within the sandbox."},
+	}
+	thinkingChoices = []choice{
+		{agent.ThinkingEnabled, "On", "The model reasons before it answers: slower, better at hard problems."},
+		{agent.ThinkingDisabled, "Off", "The model answers at once: faster and cheaper."},
 	}
 	modeChoices = map[string]choice{
 		agent.DefaultMode: {agent.DefaultMode, "Default", "The agent reads, edits and runs commands within the sandbox."},
@@ -64,10 +75,78 @@ func (s *Server) configOptions(sess Session) []ConfigOption {
 	return s.optionsFrom(sess, sessionValues(sess))
 }
 
+// models returns the offered models, current among them (waiting at most
+// until ctx ends for a list still being fetched).
+func (s *Server) models(ctx context.Context, current string) []ModelChoice {
+	var ms []ModelChoice
+	if s.opts.Models != nil {
+		ms = s.opts.Models(ctx)
+	}
+	if !slices.ContainsFunc(ms, func(m ModelChoice) bool { return m.ID == current }) {
+		ms = append([]ModelChoice{{ID: current, Thinking: true}}, ms...)
+	}
+	return ms
+}
+
+// modelName makes a model id readable: "deepseek-v4-flash" reads
+// "DeepSeek V4 Flash".
+func modelName(id string) string {
+	words := strings.FieldsFunc(id, func(r rune) bool { return r == '-' || r == '_' })
+	for i, w := range words {
+		switch {
+		case strings.EqualFold(w, "deepseek"):
+			words[i] = "DeepSeek"
+		case w != "":
+			words[i] = strings.ToUpper(w[:1]) + w[1:]
+		}
+	}
+	if len(words) == 0 {
+		return id
+	}
+	return strings.Join(words, " ")
+}
+
+// modelOptions are the Model option and, when the current model takes it,
+// the Thinking option.
+func (s *Server) modelOptions(ctx context.Context, values optionValues) []ConfigOption {
+	model, ok := values(optionModel)
+	if !ok || s.opts.Models == nil {
+		return nil
+	}
+	ms := s.models(ctx, model)
+	cs := make([]choice, len(ms))
+	thinks := false
+	for i, m := range ms {
+		cs[i] = choice{m.ID, m.Name, m.Description}
+		if cs[i].name == "" {
+			cs[i].name = modelName(m.ID)
+		}
+		if cs[i].description == "" {
+			cs[i].description = "Requests name " + m.ID + "."
+		}
+		thinks = thinks || (m.ID == model && m.Thinking)
+	}
+	out := []ConfigOption{{ID: optionModel, Name: "Model",
+		Description: "The model this session's requests go to.",
+		Category:    "model", Type: "select", CurrentValue: model, Options: namedOptions(cs)}}
+	if v, ok := values(optionThinking); ok && thinks {
+		out = append(out, ConfigOption{ID: optionThinking, Name: "Thinking",
+			Description: "Whether the model reasons before it answers.",
+			Category:    "thought_level", Type: "select", CurrentValue: v, Options: namedOptions(thinkingChoices)})
+	}
+	return out
+}
+
 // optionsFrom builds the option list from values; with EditorConfig the
 // mode leads, and every option and value has a human name and a
 // description.
 func (s *Server) optionsFrom(sess Session, values optionValues) []ConfigOption {
+	return s.optionsWith(context.Background(), sess, values)
+}
+
+// optionsWith is optionsFrom waiting at most until ctx ends for the model
+// list.
+func (s *Server) optionsWith(ctx context.Context, sess Session, values optionValues) []ConfigOption {
 	if !s.opts.EditorConfig {
 		return upstreamOptions(values)
 	}
@@ -82,6 +161,7 @@ func (s *Server) optionsFrom(sess Session, values optionValues) []ConfigOption {
 			Description: "How much the agent may do on its own in this session.",
 			Category:    "mode", Type: "select", CurrentValue: v, Options: namedOptions(cs)})
 	}
+	out = append(out, s.modelOptions(ctx, values)...)
 	if v, ok := values(optionSandbox); ok {
 		out = append(out, ConfigOption{ID: optionSandbox, Name: "Sandbox",
 			Description: "What the agent's commands and file tools may touch without asking you.",
@@ -162,6 +242,10 @@ func (s *Server) setConfigOption(params json.RawMessage) (any, error) {
 		if _, ok := ls.s.Knob(optionApproval); !ok || !slices.Contains(approvalPolicies, value) {
 			return nil, invalidParams("unknown approval-policy value %s", quoted)
 		}
+	case optionModel, optionThinking:
+		if err := s.checkModelValue(ls, req.ConfigID, value, quoted); err != nil {
+			return nil, err
+		}
 	case optionMode:
 		if !s.opts.EditorConfig {
 			id, _ := marshal(req.ConfigID)
@@ -179,23 +263,53 @@ func (s *Server) setConfigOption(params json.RawMessage) (any, error) {
 	return SetConfigOptionResponse{ConfigOptions: s.shownOptions(ls)}, nil
 }
 
+// checkModelValue validates a Model or Thinking value.
+func (s *Server) checkModelValue(ls *liveSession, id, value string, quoted []byte) error {
+	model, ok := ls.s.Knob(optionModel)
+	if !ok || s.opts.Models == nil || !s.opts.EditorConfig {
+		id, _ := marshal(id)
+		return invalidParams("unknown config option %s", id)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), modelListWait)
+	defer cancel()
+	ms := s.models(ctx, model)
+	if id == optionModel {
+		if !slices.ContainsFunc(ms, func(m ModelChoice) bool { return m.ID == value }) {
+			return invalidParams("unknown model %s; the Model option lists the available ones", quoted)
+		}
+		return nil
+	}
+	if !slices.ContainsFunc(ms, func(m ModelChoice) bool { return m.ID == model && m.Thinking }) {
+		return invalidParams("model %s takes no thinking switch", model)
+	}
+	if value != agent.ThinkingEnabled && value != agent.ThinkingDisabled {
+		return invalidParams("unknown thinking value %s", quoted)
+	}
+	return nil
+}
+
+// modelListWait bounds the wait for a model list still being fetched.
+const modelListWait = 3 * time.Second
+
 // shownOptions returns the session's options and remembers their values
 // as what the client was told (so only later changes are announced).
 func (s *Server) shownOptions(ls *liveSession) []ConfigOption {
-	opts := s.configOptions(ls.s)
+	ctx, cancel := context.WithTimeout(context.Background(), modelListWait)
+	defer cancel()
+	values := sessionValues(ls.s)
+	opts := s.optionsWith(ctx, ls.s, values)
+	// Every value is remembered, shown or not: a model switch may bring
+	// the Thinking option in.
+	shown := map[string]string{}
+	for _, id := range []string{optionMode, optionModel, optionThinking, optionSandbox, optionApproval} {
+		if v, ok := values(id); ok {
+			shown[id] = v
+		}
+	}
 	s.mu.Lock()
-	ls.shown = optionMap(opts)
+	ls.shown = shown
 	s.mu.Unlock()
 	return opts
-}
-
-// optionMap maps option ids to their current values.
-func optionMap(opts []ConfigOption) map[string]string {
-	m := make(map[string]string, len(opts))
-	for _, o := range opts {
-		m[o.ID] = o.CurrentValue
-	}
-	return m
 }
 
 // optionChanged notes that option id now has value (from a logged event)

@@ -11,6 +11,7 @@ import (
 
 	"github.com/sourcegraph/jsonrpc2"
 
+	"github.com/dsh-acp/dsh-acp/agent"
 	"github.com/dsh-acp/dsh-acp/internal/jsonx"
 	"github.com/dsh-acp/dsh-acp/session"
 )
@@ -113,20 +114,26 @@ func (s *Server) attach(ls *liveSession) {
 			if ev.Decode(&m) == nil {
 				s.modeChanged(ls, m.Mode)
 			}
-		case session.TypeSandboxMode, session.TypeApprovalPolicy:
+		case session.TypeSandboxMode, session.TypeApprovalPolicy, agent.TypeModelSet, agent.TypeThinkingSet:
 			var v struct {
-				Mode   string `json:"mode"`
-				Policy string `json:"policy"`
+				Mode     string `json:"mode"`
+				Policy   string `json:"policy"`
+				Model    string `json:"model"`
+				Thinking string `json:"thinking"`
 			}
 			if ev.Decode(&v) == nil {
-				id := optionSandbox
-				if ev.Type == session.TypeApprovalPolicy {
-					id = optionApproval
-				}
-				s.optionChanged(ls, id, v.Mode+v.Policy)
+				s.optionChanged(ls, knobOfEvent[ev.Type], v.Mode+v.Policy+v.Model+v.Thinking)
 			}
 		}
 	})
+}
+
+// knobOfEvent maps knob event types to their option ids.
+var knobOfEvent = map[string]string{
+	session.TypeSandboxMode:    optionSandbox,
+	session.TypeApprovalPolicy: optionApproval,
+	agent.TypeModelSet:         optionModel,
+	agent.TypeThinkingSet:      optionThinking,
 }
 
 // loadSession handles session/load: checks, resume, replay of the whole log

@@ -1,6 +1,7 @@
 package agent
 
 import (
+	"github.com/dsh-acp/dsh-acp/agent/llm"
 	"github.com/dsh-acp/dsh-acp/approval"
 	"github.com/dsh-acp/dsh-acp/session"
 )
@@ -9,13 +10,53 @@ import (
 const (
 	KnobSandboxMode    = "sandbox-mode"
 	KnobApprovalPolicy = "approval-policy"
+	// KnobModel is the model the session's requests name (with
+	// Config.ModelKnobs).
+	KnobModel = "model"
+	// KnobThinking is the session's thinking switch, ThinkingEnabled or
+	// ThinkingDisabled (with Config.ModelKnobs).
+	KnobThinking = "thinking"
 )
+
+// Thinking knob values.
+const (
+	ThinkingEnabled  = "enabled"
+	ThinkingDisabled = "disabled"
+)
+
+// Event types of the model knobs.
+const (
+	// TypeModelSet switches the session's model: {model}.
+	TypeModelSet = "model/set"
+	// TypeThinkingSet switches the session's thinking: {thinking}.
+	TypeThinkingSet = "model/thinking"
+)
+
+// knobIDs lists every knob, in anchoring order.
+var knobIDs = [...]string{KnobSandboxMode, KnobApprovalPolicy, KnobModel, KnobThinking}
+
+// knobValue is the payload of every knob event (each type fills one field).
+type knobValue struct {
+	Mode     string `json:"mode,omitempty"`
+	Policy   string `json:"policy,omitempty"`
+	Model    string `json:"model,omitempty"`
+	Thinking string `json:"thinking,omitempty"`
+}
 
 // knobEvent returns the event type and payload of a knob switch.
 func knobEvent(id, value string) (string, any) {
-	if id == KnobSandboxMode {
+	switch id {
+	case KnobSandboxMode:
 		return session.TypeSandboxMode, struct {
 			Mode string `json:"mode"`
+		}{value}
+	case KnobModel:
+		return TypeModelSet, struct {
+			Model string `json:"model"`
+		}{value}
+	case KnobThinking:
+		return TypeThinkingSet, struct {
+			Thinking string `json:"thinking"`
 		}{value}
 	}
 	return session.TypeApprovalPolicy, struct {
@@ -28,16 +69,35 @@ func foldKnob(events []session.Event, id string) string {
 	typ, _ := knobEvent(id, "")
 	for i := len(events) - 1; i >= 0; i-- {
 		if events[i].Type == typ {
-			var v struct {
-				Mode   string `json:"mode"`
-				Policy string `json:"policy"`
-			}
+			var v knobValue
 			if events[i].Decode(&v) == nil {
-				return v.Mode + v.Policy
+				return v.Mode + v.Policy + v.Model + v.Thinking
 			}
 		}
 	}
 	return ""
+}
+
+// requestConfig is the configuration of the session's next request: its
+// model, and the thinking switch once the user chose one (until then the
+// provider's default applies and nothing is sent).
+func (s *Session) requestConfig() llm.Config {
+	c := llm.Config{Model: s.modelID()}
+	if s.rt.cfg.ModelKnobs {
+		c.Thinking = foldKnob(s.log.Events(), KnobThinking)
+	}
+	return c
+}
+
+// knobModel is the model the session's log names (Config.ModelKnobs),
+// else the runtime's.
+func (s *Session) knobModel() string {
+	if s.rt.cfg.ModelKnobs {
+		if m := foldKnob(s.log.Events(), KnobModel); m != "" {
+			return m
+		}
+	}
+	return s.rt.cfg.Model
 }
 
 // knobDefault returns the composition default of a knob and whether the
@@ -51,6 +111,10 @@ func (s *Session) knobDefault(id string) (string, bool) {
 			return "", false
 		}
 		return s.rt.cfg.Approval.DefaultPolicy(), true
+	case KnobModel:
+		return s.rt.cfg.Model, s.rt.cfg.ModelKnobs
+	case KnobThinking:
+		return ThinkingEnabled, s.rt.cfg.ModelKnobs
 	}
 	return "", false
 }

@@ -124,7 +124,7 @@ func (knobAnchor) Name() string { return "knobs" }
 // SubmitPrompt implements pipeline.PromptSubmitter.
 func (k knobAnchor) SubmitPrompt(context.Context, pipeline.Session, pipeline.Prompt) (pipeline.PromptDecision, error) {
 	s := k.s
-	for _, id := range []string{KnobSandboxMode, KnobApprovalPolicy} {
+	for _, id := range knobIDs {
 		s.mu.Lock()
 		v, ok := s.pending[id]
 		delete(s.pending, id)

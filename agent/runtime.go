@@ -47,6 +47,10 @@ type Config struct {
 	Modes []ModeDef
 	// Commands are the slash commands the agent handles itself.
 	Commands []Command
+	// ModelKnobs gives each session a model and a thinking knob (logged
+	// model/set and model/thinking events); off, every request names
+	// Model.
+	ModelKnobs bool
 	// DurableKnobs records a knob or mode switch made while idle as a
 	// knob/pending event at once (flushed before the switch is
 	// acknowledged), so it survives a restart or crash before the next
@@ -349,7 +353,7 @@ func (s *Session) system() string {
 
 // header builds the request header for the next step.
 func (s *Session) header() Header {
-	h := Header{Config: llm.Config{Model: s.modelID()}, System: s.system()}
+	h := Header{Config: s.requestConfig(), System: s.system()}
 	mode := s.LoggedMode()
 	for _, t := range s.tools.Tools() { // already in wire order
 		if !s.rt.offeredIn(mode, t.Name()) {

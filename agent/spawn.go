@@ -14,7 +14,7 @@ func (s *Session) modelID() string {
 	if s.model != "" {
 		return s.model
 	}
-	return s.rt.cfg.Model
+	return s.knobModel()
 }
 
 // Spawn starts a child agent of s (capabilities.Spawner): a full agent of

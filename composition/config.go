@@ -18,6 +18,9 @@ type UserConfig struct {
 	Composition string `json:"composition,omitempty"`
 	// Model overrides the model id.
 	Model string `json:"model,omitempty"`
+	// Models lists the models the Model menu offers, with what each can
+	// take (default: the provider's GET /models).
+	Models []ModelConfig `json:"models,omitempty"`
 	// BaseURL is the OpenAI-compatible API root (default DeepSeek's).
 	BaseURL string `json:"baseURL,omitempty"`
 	// APIKeyEnv names the environment variable holding the API key

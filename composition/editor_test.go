@@ -2,11 +2,16 @@ package composition_test
 
 import (
 	"encoding/json"
+	"net/http"
+	"net/http/httptest"
 	"strings"
+	"sync/atomic"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/dsh-acp/dsh-acp/composition"
 )
 
 // specOption is a session config option as a spec-following client reads
@@ -162,4 +167,109 @@ func TestSpecClientSeesEveryPicker(t *testing.T) {
 	resp, _ = srv2.c.roundtrip("session/load", map[string]any{"sessionId": sid.SessionID, "cwd": ws, "mcpServers": []any{}})
 	require.NoError(t, json.Unmarshal([]byte(resp), &nr))
 	assert.Equal(t, "plan", current(t, specOptions(t, string(nr.Result)), "mode"))
+}
+
+// defaultModel is the model of the built-in compositions.
+const defaultModel = composition.DefaultModel
+
+// The Model menu lists the provider's models (GET /models, fetched once
+// for every session), and the Thinking menu is there for a model that
+// takes the switch; both change what the next request names, survive a
+// reload, and a configured model list replaces the provider's.
+func TestSpecClientSwitchesModelAndThinking(t *testing.T) {
+	var hits atomic.Int32
+	api := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		hits.Add(1)
+		if r.URL.Path != "/models" || r.Header.Get("Authorization") != "Bearer sk-test" {
+			http.Error(w, "no", http.StatusUnauthorized)
+			return
+		}
+		_, _ = w.Write([]byte(`{"object":"list","data":[{"id":"deepseek-v4-flash","object":"model"},{"id":"deepseek-v4-pro","object":"model"}]}`))
+	}))
+	defer api.Close()
+
+	root, ws := t.TempDir(), t.TempDir()
+	p := newProvider()
+	lister := func(so *composition.ServerOptions) {
+		so.ListModels = composition.HTTPModelLister(api.URL, "sk-test", api.Client())
+	}
+	srv := serveWith(t, "default", openStore(t, root), ws, p, map[string]any{}, nil, lister)
+	newOpts := func(srv *server) (string, []specOption) {
+		resp, _ := srv.c.roundtrip("session/new", map[string]any{"cwd": ws, "mcpServers": []any{}})
+		var f struct {
+			Result struct {
+				SessionID string `json:"sessionId"`
+			} `json:"result"`
+		}
+		require.NoError(t, json.Unmarshal([]byte(resp), &f))
+		var r struct{ Result json.RawMessage }
+		require.NoError(t, json.Unmarshal([]byte(resp), &r))
+		return f.Result.SessionID, specOptions(t, string(r.Result))
+	}
+	sid, opts := newOpts(srv)
+	model := byCategory(t, opts, "model")
+	assert.Equal(t, defaultModel, model.CurrentValue)
+	var ids, names []string
+	for _, v := range model.Options {
+		ids, names = append(ids, v.Value), append(names, v.Name)
+	}
+	assert.Equal(t, []string{"deepseek-v4-flash", "deepseek-v4-pro"}, ids)
+	assert.Equal(t, []string{"DeepSeek V4 Flash", "DeepSeek V4 Pro"}, names)
+	assert.Equal(t, "enabled", current(t, opts, "thought_level"))
+	newOpts(srv)
+	assert.Equal(t, int32(1), hits.Load(), "the provider's list is fetched once")
+
+	set := func(id, value string) []specOption {
+		resp, _ := srv.c.roundtrip("session/set_config_option", map[string]any{"sessionId": sid, "configId": id, "value": value})
+		var r struct {
+			Result json.RawMessage
+			Error  json.RawMessage
+		}
+		require.NoError(t, json.Unmarshal([]byte(resp), &r))
+		require.Empty(t, string(r.Error), resp)
+		return specOptions(t, string(r.Result))
+	}
+	opts = set(model.ID, "deepseek-v4-pro")
+	assert.Equal(t, "deepseek-v4-pro", current(t, opts, "model"))
+	opts = set(byCategory(t, opts, "thought_level").ID, "disabled")
+	assert.Equal(t, "disabled", current(t, opts, "thought_level"))
+	l, _ := srv.c.roundtrip("session/set_config_option", map[string]any{"sessionId": sid, "configId": model.ID, "value": "gpt-9"})
+	assert.Contains(t, l, `unknown model \"gpt-9\"`)
+
+	stop, _ := srv.prompt(t, sid, "hello")
+	require.Equal(t, "end_turn", stop)
+	reqs := p.requestsFor(sid)
+	require.Len(t, reqs, 1)
+	assert.Equal(t, "deepseek-v4-pro", reqs[0].Config.Model)
+	assert.Equal(t, "disabled", reqs[0].Config.Thinking)
+	assert.Contains(t, reqs[0].System, "deepseek-v4-pro")
+	evs := readLog(t, root, sid)
+	assert.Equal(t, []string{`{"model":"deepseek-v4-pro"}`}, ofType(evs, "model/set"))
+	assert.Equal(t, []string{`{"thinking":"disabled"}`}, ofType(evs, "model/thinking"))
+
+	srv.stop()
+	srv2 := serveWith(t, "default", openStore(t, root), ws, newProvider(), map[string]any{}, nil, lister)
+	resp, _ := srv2.c.roundtrip("session/load", map[string]any{"sessionId": sid, "cwd": ws, "mcpServers": []any{}})
+	var r struct{ Result json.RawMessage }
+	require.NoError(t, json.Unmarshal([]byte(resp), &r))
+	opts = specOptions(t, string(r.Result))
+	assert.Equal(t, "deepseek-v4-pro", current(t, opts, "model"))
+	assert.Equal(t, "disabled", current(t, opts, "thought_level"))
+
+	// A configured list wins, and a model without the switch has no
+	// Thinking menu.
+	before := hits.Load()
+	no := false
+	srv3 := serveWith(t, "default", openStore(t, t.TempDir()), ws, newProvider(), map[string]any{}, nil, func(so *composition.ServerOptions) {
+		lister(so)
+		so.Models = []composition.ModelConfig{{ID: defaultModel, Name: "Flash", Description: "Fast.", Thinking: &no}, {ID: "deepseek-v4-pro"}}
+	})
+	_, opts = newOpts(srv3)
+	model = byCategory(t, opts, "model")
+	require.Len(t, model.Options, 2)
+	assert.Equal(t, "Flash", model.Options[0].Name)
+	for _, o := range opts {
+		assert.NotEqual(t, "thought_level", o.Category)
+	}
+	assert.Equal(t, before, hits.Load(), "a configured list is not fetched")
 }

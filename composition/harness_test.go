@@ -492,18 +492,28 @@ type server struct {
 // real sandbox provider, and initializes it with clientCaps.
 func serve(t *testing.T, name string, store session.Store, launchDir string, p *scriptedProvider, clientCaps any, answer agentAnswer) *server {
 	t.Helper()
+	return serveWith(t, name, store, launchDir, p, clientCaps, answer, nil)
+}
+
+// serveWith is serve with the server options adjusted by opt.
+func serveWith(t *testing.T, name string, store session.Store, launchDir string, p *scriptedProvider, clientCaps any, answer agentAnswer, opt func(*composition.ServerOptions)) *server {
+	t.Helper()
 	comp, ok := composition.Builtin(name)
 	require.True(t, ok, name)
 	confiner, err := sandbox.NewDefaultProvider()
 	require.NoError(t, err)
 	home := t.TempDir() // the user's hook files are the test's, never the machine's
-	srv := comp.NewServer(composition.ServerOptions{Provider: p, Store: store, Log: zerolog.Nop(), Version: "test",
+	so := composition.ServerOptions{Provider: p, Store: store, Log: zerolog.Nop(), Version: "test",
 		LaunchDir: launchDir, Confiner: confiner, Getenv: func(k string) string {
 			if k == "HOME" {
 				return home
 			}
 			return ""
-		}})
+		}}
+	if opt != nil {
+		opt(&so)
+	}
+	srv := comp.NewServer(so)
 	inR, inW := io.Pipe()
 	outR, outW := io.Pipe()
 	done := make(chan struct{})

@@ -34,6 +34,11 @@ type ServerOptions struct {
 	MaxSteps int
 	// Limits bounds the editor's input (zero fields: the defaults).
 	Limits LimitsConfig
+	// Models are the user's configured models (UserConfig.Models).
+	Models []ModelConfig
+	// ListModels lists the provider's models for the Model menu when none
+	// are configured (nil: only the composition's model is offered).
+	ListModels ModelLister
 	// Getenv reads the environment that locates the user's files (HOME,
 	// XDG_STATE_HOME, CLAUDE_CONFIG_DIR, CODEX_HOME); nil means os.Getenv.
 	Getenv func(string) string
@@ -69,15 +74,23 @@ func (c Composition) NewServer(o ServerOptions) *acp.Server {
 		Modes:           c.ModeDefs(),
 		Commands:        c.Commands(),
 		DurableKnobs:    !c.Upstream,
+		ModelKnobs:      !c.Upstream,
 		MaxSteps:        o.MaxSteps,
 		MaxToolArgBytes: o.Limits.MaxToolArgBytes,
 		Members:         c.members(o, approvals),
 	})
+	var models func(context.Context) []acp.ModelChoice
+	if !c.Upstream {
+		models = newModelCatalog(o.Models, o.ListModels, func(err error) {
+			o.Log.Warn().Err(err).Msg("the Model menu offers only the configured model")
+		}).choices
+	}
 	srv := acp.NewServer(acp.FromRuntime(rt), acp.Options{
 		AgentName:           "dsh-acp",
 		AgentVersion:        o.Version,
 		AgentTitle:          c.agentTitle(),
 		EditorConfig:        !c.Upstream,
+		Models:              models,
 		AcceptMCPServers:    !c.Upstream,
 		RequireElicitation:  !c.Upstream,
 		ContextWindow:       c.ContextWindow,

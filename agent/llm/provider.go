@@ -22,6 +22,9 @@ type Config struct {
 	Temperature *float64 `json:"temperature,omitempty"`
 	MaxTokens   *int     `json:"maxTokens,omitempty"`
 	Stop        []string `json:"stop,omitempty"`
+	// Thinking, when set, switches the model's thinking ("enabled" or
+	// "disabled"); empty leaves the provider's default.
+	Thinking string `json:"thinking,omitempty"`
 }
 
 // Message is one history message derived from the log.

@@ -261,7 +261,7 @@ func serve(ctx context.Context, o *options, stdin io.Reader, stdout io.Writer, l
 		return err
 	}
 	srv := comp.NewServer(composition.ServerOptions{Provider: provider, Store: store, Log: log, Version: version, LaunchDir: cwd, Confiner: confiner,
-		MaxSteps: user.MaxSteps, Limits: user.Limits})
+		MaxSteps: user.MaxSteps, Limits: user.Limits, Models: user.Models, ListModels: modelLister(o, user, getenv)})
 	log.Info().Str("composition", comp.Name).Str("sessions", root).Msg("serving ACP on stdio")
 	return srv.Serve(ctx, stdin, stdout)
 }
@@ -305,6 +305,27 @@ func newProvider(o *options, user composition.UserConfig, comp composition.Compo
 			log.Warn().Int("attempt", r.Attempt).Dur("delay", r.Delay).Str("reason", r.Reason).Msg("model call retried")
 			llm.Notice(ctx, r.String())
 		}}), nil
+}
+
+// modelLister lists the live provider's models for the Model menu (none
+// with a recorded model or without a key).
+func modelLister(o *options, user composition.UserConfig, getenv func(string) string) composition.ModelLister {
+	keyEnv := user.APIKeyEnv
+	if keyEnv == "" {
+		keyEnv = composition.DefaultAPIKeyEnv
+	}
+	key := getenv(keyEnv)
+	if o.modelReplay != "" || key == "" {
+		return nil
+	}
+	base := user.BaseURL
+	if base == "" {
+		base = getenv("DEEPSEEK_BASE_URL")
+	}
+	if base == "" {
+		base = deepseek.DefaultBaseURL
+	}
+	return composition.HTTPModelLister(base, key, nil)
 }
 
 func newLogger(w io.Writer, level string, getenv func(string) string) zerolog.Logger {

@@ -90,7 +90,7 @@ func buildBody(req *llm.Request, opt requestOptions) ([]byte, error) {
 		Messages:        serializeMessages(req.System, req.Messages),
 		Stream:          true,
 		StreamOptions:   streamOptions{IncludeUsage: true},
-		Thinking:        opt.thinking,
+		Thinking:        thinkingOf(req.Config, opt),
 		ReasoningEffort: opt.reasoningEffort,
 		Temperature:     req.Config.Temperature,
 		MaxTokens:       req.Config.MaxTokens,
@@ -192,4 +192,13 @@ func joinText(blocks []session.Block) string {
 		}
 	}
 	return sb.String()
+}
+
+// thinkingOf is the request's thinking field: the request's own switch,
+// else the provider's.
+func thinkingOf(c llm.Config, opt requestOptions) *Thinking {
+	if c.Thinking != "" {
+		return &Thinking{Type: c.Thinking}
+	}
+	return opt.thinking
 }

@@ -100,3 +100,11 @@ func TestBuildBodyOptional(t *testing.T) {
 	require.Equal(t, `{"model":"m","messages":[],"stream":true,"stream_options":{"include_usage":true},`+
 		`"reasoning_effort":"max"}`, string(b))
 }
+
+// A request's own thinking switch (the session's Thinking menu) wins over
+// the provider's.
+func TestBuildBodyRequestThinking(t *testing.T) {
+	b, err := buildBody(&llm.Request{Config: llm.Config{Model: "m", Thinking: ThinkingEnabled}}, requestOptions{thinking: &Thinking{Type: ThinkingDisabled}})
+	require.NoError(t, err)
+	require.Equal(t, `{"model":"m","messages":[],"stream":true,"stream_options":{"include_usage":true},"thinking":{"type":"enabled"}}`, string(b))
+}
