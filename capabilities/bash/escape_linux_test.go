@@ -123,10 +123,17 @@ func newEscapeLab(t *testing.T, b sandbox.Backend, mode, key string) *escapeLab 
 	return l
 }
 
+// baseEnv names the directory a re-executed agent creates its labs in (its
+// parent removes it: an agent killed with SIGKILL cleans up nothing).
+const baseEnv = "DSH_ESCAPE_BASE"
+
 // suiteBase is a fresh directory outside /tmp.
 func suiteBase(t *testing.T) string {
 	t.Helper()
-	for _, cand := range []string{"/var/tmp", "."} {
+	for _, cand := range []string{os.Getenv(baseEnv), "/var/tmp", "."} {
+		if cand == "" {
+			continue
+		}
 		real, err := filepath.EvalSymlinks(cand)
 		if err != nil || real == "/tmp" || strings.HasPrefix(real, "/tmp/") {
 			continue

@@ -28,7 +28,7 @@ func TestAgentKilledTakesCommandsDown(t *testing.T) {
 	bin, err := os.Executable()
 	require.NoError(t, err)
 	cmd := exec.Command(bin, "-test.run=^TestAgentKilledTakesCommandsDown$", "-test.v", "-test.count=1", "-test.timeout=5m")
-	cmd.Env = append(os.Environ(), agentEnv+"=1", "DEEPSEEK_API_KEY=sk-kill-test")
+	cmd.Env = append(os.Environ(), agentEnv+"=1", "DEEPSEEK_API_KEY=sk-kill-test", baseEnv+"="+suiteBase(t))
 	stdout, err := cmd.StdoutPipe()
 	require.NoError(t, err)
 	require.NoError(t, cmd.Start())
