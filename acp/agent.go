@@ -86,6 +86,20 @@ type Options struct {
 	// OfferAllowAlways adds an "Always allow in this session" option to
 	// permission requests (upstream offers allow-once and reject only).
 	OfferAllowAlways bool
+	// EditorCards renders tool cards for editors: every path the editor
+	// sees (locations, diff paths) absolute, resolved against the session
+	// cwd when the model gave a relative one (ACP requires absolute
+	// paths). Upstream shows the model's path as given (acp-bridge § 12).
+	EditorCards bool
+	// DetailedPermissions makes a permission request one the user can
+	// judge: its toolCall repeats the card (title, kind, rawInput,
+	// locations, content: the command, the diff) with status "pending",
+	// adds what is asked and why (the requested sandbox and the model's
+	// justification), gives a request without a card (project hooks) a
+	// title and content of its own, and names what "always" covers. The
+	// card returns to in_progress once allowed. Upstream sends the tool
+	// call id alone (acp-bridge § 13).
+	DetailedPermissions bool
 	// ContextWindow, when positive, turns on the context meter: a
 	// usage_update after every model call (upstream sends none).
 	ContextWindow int

@@ -132,7 +132,7 @@ func TestOversizedResponseFailsTheCall(t *testing.T) {
 	h := StartHarness(t, srv)
 	sid := h.NewSession("/w")
 	fa.Hook = func(ctx2 context.Context, s *FakeSession, text string) {
-		_, err := srv.requestPermission(ctx2, RequestPermissionRequest{SessionID: s.ID(), ToolCall: ToolCallRef{"call_1"},
+		_, err := srv.requestPermission(ctx2, RequestPermissionRequest{SessionID: s.ID(), ToolCall: ToolCallRef{ToolCallID: "call_1"},
 			Options: []PermissionOption{{OptionID: "allow-once", Name: "Allow once", Kind: "allow_once"}}})
 		s.note("permission error: " + errText(err))
 	}

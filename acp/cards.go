@@ -98,6 +98,9 @@ func (p *presenter) lookup(name string, args json.RawMessage) (capabilities.Tool
 }
 
 func (p *presenter) renderCall(id string, v capabilities.CallView) ToolCallCard {
+	if p.editor {
+		v.Locations, v.Diffs = p.absLocations(v.Locations), p.absDiffs(v.Diffs)
+	}
 	card := ToolCallCard{SessionUpdate: "tool_call", ToolCallID: id, Status: "in_progress"}
 	switch v.Kind {
 	case capabilities.ViewTerminal:
@@ -158,6 +161,9 @@ func (p *presenter) resultCard(r session.ToolResult, call *rememberedCall) any {
 		return raw
 	}
 	v := rp.PresentResult(call.args, r)
+	if p.editor {
+		v.Diffs = p.absDiffs(v.Diffs)
+	}
 	switch v.Kind {
 	case capabilities.ViewTerminal:
 		if call.view == nil || call.view.Kind != capabilities.ViewTerminal {
@@ -205,6 +211,41 @@ func (p *presenter) terminalCwd(viewCwd string) string {
 		return path.Join(p.cwd, viewCwd)
 	}
 	return p.cwd
+}
+
+// abs resolves a path the model gave against the session cwd: editors
+// need absolute paths to follow along and open diffs.
+func (p *presenter) abs(pth string) string {
+	if pth == "" || strings.HasPrefix(pth, "/") || !strings.HasPrefix(p.cwd, "/") {
+		return pth
+	}
+	return path.Join(p.cwd, pth)
+}
+
+// absLocations is ls with absolute paths (a copy).
+func (p *presenter) absLocations(ls []capabilities.Location) []capabilities.Location {
+	if ls == nil {
+		return nil
+	}
+	out := make([]capabilities.Location, len(ls))
+	for i, l := range ls {
+		l.Path = p.abs(l.Path)
+		out[i] = l
+	}
+	return out
+}
+
+// absDiffs is ds with absolute paths (a copy).
+func (p *presenter) absDiffs(ds []capabilities.Diff) []capabilities.Diff {
+	if ds == nil {
+		return nil
+	}
+	out := make([]capabilities.Diff, len(ds))
+	for i, d := range ds {
+		d.Path = p.abs(d.Path)
+		out[i] = d
+	}
+	return out
 }
 
 // displayTitle relativizes rawPath inside title against the session cwd.

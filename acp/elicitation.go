@@ -181,7 +181,7 @@ func permissionAskable(qs []capabilities.Question) bool {
 func (s *Server) askByPermission(ctx context.Context, sessionID string, questions []capabilities.Question) ([]capabilities.Answer, error) {
 	answers := make([]capabilities.Answer, 0, len(questions))
 	for _, q := range questions {
-		params := RequestPermissionRequest{SessionID: sessionID, ToolCall: ToolCallRef{q.CallID}}
+		params := RequestPermissionRequest{SessionID: sessionID, ToolCall: ToolCallRef{ToolCallID: q.CallID}}
 		for i, o := range q.Options {
 			kind := "reject_once"
 			if i == 0 {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"strings"
 
 	"github.com/sourcegraph/jsonrpc2"
 
@@ -24,9 +25,17 @@ type RequestPermissionRequest struct {
 	Options   []PermissionOption `json:"options"`
 }
 
-// ToolCallRef points a request at a streamed tool call.
+// ToolCallRef points a request at a streamed tool call; with
+// Options.DetailedPermissions it also carries what the user needs to
+// judge the request (a ToolCallUpdate: title, kind, content, rawInput).
 type ToolCallRef struct {
-	ToolCallID string `json:"toolCallId"`
+	ToolCallID string            `json:"toolCallId"`
+	Title      string            `json:"title,omitempty"`
+	Kind       string            `json:"kind,omitempty"`
+	Status     string            `json:"status,omitempty"`
+	RawInput   json.RawMessage   `json:"rawInput,omitempty"`
+	Locations  []Location        `json:"locations,omitempty"`
+	Content    []ToolCallContent `json:"content,omitempty"`
 }
 
 // Answer implements approval.Answerer: the bridge asks the editor's user
@@ -40,16 +49,27 @@ func (s *Server) Answer(ctx context.Context, sessionID string, req approval.Requ
 	if ls == nil || req.CallID == "" || closed {
 		return "", false, nil
 	}
-	params := RequestPermissionRequest{SessionID: sessionID, ToolCall: ToolCallRef{req.CallID}, Options: []PermissionOption{
+	params := RequestPermissionRequest{SessionID: sessionID, ToolCall: ToolCallRef{ToolCallID: req.CallID}, Options: []PermissionOption{
 		{OptionID: "allow-once", Name: "Allow once", Kind: "allow_once"},
 	}}
 	if s.opts.OfferAllowAlways {
-		params.Options = append(params.Options, PermissionOption{OptionID: "allow-always", Name: "Always allow in this session", Kind: "allow_always"})
+		name := "Always allow in this session"
+		if s.opts.DetailedPermissions {
+			name = alwaysName(req)
+		}
+		params.Options = append(params.Options, PermissionOption{OptionID: "allow-always", Name: name, Kind: "allow_always"})
 	}
 	params.Options = append(params.Options, PermissionOption{OptionID: "reject-once", Name: "Reject", Kind: "reject_once"})
+	if s.opts.DetailedPermissions {
+		params.ToolCall = s.permissionCall(ls, req)
+	}
 	out, err := s.requestPermission(ctx, params)
 	if err != nil {
 		return approval.Unavailable, true, nil
+	}
+	if s.opts.DetailedPermissions && out.Outcome == "selected" && strings.HasPrefix(out.OptionID, "allow-") && s.hasCard(ls, req.CallID) {
+		// Allowed: the card runs again.
+		s.notify("session/update", SessionNotification{SessionID: sessionID, Update: StatusUpdate{"tool_call_update", req.CallID, "in_progress"}})
 	}
 	switch {
 	case out.Outcome == "cancelled":

@@ -27,6 +27,9 @@ type presenter struct {
 	// tool calls of assistant messages for that.
 	cardOrphans bool
 	announced   map[string]session.Block
+	// editor renders cards for editors (Options.EditorCards): absolute
+	// paths, and the peers' card shapes.
+	editor bool
 }
 
 type rememberedCall struct {

@@ -48,6 +48,9 @@ type liveSession struct {
 	// shown holds the config option values the client was last told
 	// (guarded by Server.mu).
 	shown map[string]string
+	// cards holds the tool_call card of each running call, for the
+	// permission requests it raises (guarded by Server.mu).
+	cards map[string]ToolCallCard
 }
 
 // inflight is a session/prompt awaiting its answer.

@@ -101,12 +101,23 @@ func (s *Server) register(ctx context.Context, sess Session, terminal bool, clos
 func (s *Server) attach(ls *liveSession) {
 	p := newPresenter(ls.s.Tools(), ls.s.Log().Header().Cwd, ls.terminal, false)
 	p.window = s.opts.ContextWindow
+	p.editor = s.opts.EditorCards
 	id := ls.s.ID()
 	ls.unsub = ls.s.Log().Subscribe(func(ev session.Event) {
 		for _, u := range p.present(ev) {
 			s.notify("session/update", SessionNotification{SessionID: id, Update: u})
+			if card, ok := u.(ToolCallCard); ok && s.opts.DetailedPermissions {
+				s.keepCard(ls, card)
+			}
 		}
 		switch ev.Type {
+		case session.TypeToolResult:
+			if s.opts.DetailedPermissions {
+				var r session.ToolResult
+				if ev.Decode(&r) == nil {
+					s.dropCard(ls, r.CallID)
+				}
+			}
 		case session.TypeModeSet:
 			var m struct {
 				Mode string `json:"mode"`
@@ -194,6 +205,7 @@ func (s *Server) resume(ctx context.Context, req LoadSessionRequest, terminal bo
 	replay := newPresenter(sess.Tools(), sess.Log().Header().Cwd, terminal, true)
 	replay.cardOrphans = s.opts.CardUnloggedCalls
 	replay.window = s.opts.ContextWindow
+	replay.editor = s.opts.EditorCards
 	for _, ev := range sess.Log().Events() {
 		for _, u := range replay.present(ev) {
 			s.notify("session/update", SessionNotification{SessionID: sess.ID(), Update: u})

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"net/http"
 	"net/http/httptest"
+	"path/filepath"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -272,4 +273,96 @@ func TestSpecClientSwitchesModelAndThinking(t *testing.T) {
 		assert.NotEqual(t, "thought_level", o.Category)
 	}
 	assert.Equal(t, before, hits.Load(), "a configured list is not fetched")
+}
+
+// permissionCall is the toolCall of a session/request_permission.
+type permissionCall struct {
+	ToolCall struct {
+		ToolCallID string          `json:"toolCallId"`
+		Title      string          `json:"title"`
+		Kind       string          `json:"kind"`
+		Status     string          `json:"status"`
+		RawInput   json.RawMessage `json:"rawInput"`
+		Content    []struct {
+			Type    string `json:"type"`
+			Path    string `json:"path"`
+			NewText string `json:"newText"`
+			Content struct {
+				Text string `json:"text"`
+			} `json:"content"`
+		} `json:"content"`
+	} `json:"toolCall"`
+	Options []struct {
+		OptionID, Name, Kind string
+	} `json:"options"`
+}
+
+func (p permissionCall) texts() string {
+	var b strings.Builder
+	for _, c := range p.ToolCall.Content {
+		b.WriteString(c.Content.Text + "\n")
+	}
+	return b.String()
+}
+
+// A permission request shows what the user decides on: the command with
+// the requested sandbox and the model's justification, or the diff of a
+// write; the card is pending while asked, and "always" says what it
+// covers.
+func TestPermissionRequestsCanBeJudged(t *testing.T) {
+	root, ws, outside := t.TempDir(), t.TempDir(), t.TempDir()
+	p := newProvider()
+	var asked []permissionCall
+	answer := func(method string, params json.RawMessage) any {
+		if method != "session/request_permission" {
+			return nil
+		}
+		var pc permissionCall
+		require.NoError(t, json.Unmarshal(params, &pc))
+		asked = append(asked, pc)
+		return map[string]any{"outcome": map[string]any{"outcome": "selected", "optionId": "allow-once"}}
+	}
+	srv := serve(t, "default", openStore(t, root), ws, p, map[string]any{}, answer)
+	sid := srv.newSession(t, ws).SessionID
+	cmd := "echo one > " + outside + "/one.txt"
+	args, _ := json.Marshal(map[string]any{"command": cmd, "description": "write outside",
+		"sandbox_permissions": "danger-full-access", "justification": "the user asked for a file outside the project"})
+	p.script("escalate", toolCall{Name: "bash", Args: string(args)})
+	stop, lines := srv.prompt(t, sid, "escalate")
+	require.Equal(t, "end_turn", stop)
+	require.Len(t, asked, 1)
+	pc := asked[0]
+	assert.Equal(t, cmd, pc.ToolCall.Title)
+	assert.Equal(t, "execute", pc.ToolCall.Kind)
+	assert.Equal(t, "pending", pc.ToolCall.Status)
+	assert.NotEmpty(t, pc.ToolCall.RawInput)
+	assert.Contains(t, pc.texts(), "```sh\n"+cmd+"\n```")
+	assert.Contains(t, pc.texts(), "Full access")
+	assert.Contains(t, pc.texts(), "Why: the user asked for a file outside the project")
+	assert.Equal(t, "Always allow, and keep this session at Full access", pc.Options[1].Name)
+	// Allowed: the card runs again, then completes.
+	var statuses []string
+	for _, u := range updates(lines, sid) {
+		var v struct{ SessionUpdate, Status string }
+		require.NoError(t, json.Unmarshal([]byte(u), &v))
+		if strings.HasPrefix(v.SessionUpdate, "tool_call") {
+			statuses = append(statuses, v.Status)
+		}
+	}
+	assert.Equal(t, []string{"in_progress", "in_progress", "completed"}, statuses)
+
+	// A write in a read-only session shows its diff.
+	srv.setConfig(t, sid, "sandbox-mode", "read-only")
+	p.script("write", writeCall("note.txt", "hello\n"))
+	stop, _ = srv.prompt(t, sid, "write")
+	require.Equal(t, "end_turn", stop)
+	require.Len(t, asked, 2)
+	pc = asked[1]
+	assert.Equal(t, "edit", pc.ToolCall.Kind)
+	assert.Equal(t, "pending", pc.ToolCall.Status)
+	require.NotEmpty(t, pc.ToolCall.Content)
+	assert.Equal(t, "diff", pc.ToolCall.Content[0].Type)
+	assert.Equal(t, filepath.Join(ws, "note.txt"), pc.ToolCall.Content[0].Path)
+	assert.Equal(t, "hello\n", pc.ToolCall.Content[0].NewText)
+	assert.Equal(t, "Always allow writes in this session (switches the sandbox to Workspace)", pc.Options[1].Name)
 }

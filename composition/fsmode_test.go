@@ -102,9 +102,24 @@ func TestFileToolsObeyTheSandboxMode(t *testing.T) {
 			srv2 := serve(t, "default", openStore(t, root), ws, newProvider(), map[string]any{}, nil)
 			mark := srv2.c.mark()
 			srv2.loadSession(t, sid, ws)
-			assert.Equal(t, toolUpdates(updates(live, sid)), toolUpdates(updates(srv2.c.since(mark), sid)))
+			// (Less the live status change back to in_progress after an
+			// approval: a load shows where each call ended.)
+			assert.Equal(t, withoutStatusOnly(toolUpdates(updates(live, sid))), toolUpdates(updates(srv2.c.since(mark), sid)))
 		})
 	}
+}
+
+// withoutStatusOnly drops the updates that only change a card's status.
+func withoutStatusOnly(us []string) []string {
+	var out []string
+	for _, u := range us {
+		var v map[string]json.RawMessage
+		if json.Unmarshal([]byte(u), &v) == nil && len(v) == 3 && v["status"] != nil && v["toolCallId"] != nil {
+			continue
+		}
+		out = append(out, u)
+	}
+	return out
 }
 
 // toolUpdates keeps the tool card updates.

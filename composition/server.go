@@ -95,6 +95,8 @@ func (c Composition) NewServer(o ServerOptions) *acp.Server {
 		RequireElicitation:  !c.Upstream,
 		ContextWindow:       c.ContextWindow,
 		OfferAllowAlways:    !c.Upstream,
+		DetailedPermissions: !c.Upstream,
+		EditorCards:         !c.Upstream,
 		ListSessions:        !c.Upstream,
 		CancelAfterTeardown: !c.Upstream,
 		CheckCwd:            !c.Upstream,

@@ -72,7 +72,7 @@ func TestAllowAlwaysWidensTheSession(t *testing.T) {
 	stop, _ := srv.prompt(t, sid, "first")
 	require.Equal(t, "end_turn", stop)
 	require.Len(t, asked, 1)
-	require.Contains(t, string(asked[0]), `{"optionId":"allow-always","name":"Always allow in this session","kind":"allow_always"}`)
+	require.Contains(t, string(asked[0]), `{"optionId":"allow-always","name":"Always allow, and keep this session at Full access","kind":"allow_always"}`)
 	require.FileExists(t, outside+"/one.txt")
 
 	stop, _ = srv.prompt(t, sid, "second")

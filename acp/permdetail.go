@@ -1,0 +1,168 @@
+package acp
+
+import (
+	"strings"
+
+	"github.com/dsh-acp/dsh-acp/approval"
+)
+
+// StatusUpdate is a tool_call_update that only changes a card's status.
+type StatusUpdate struct {
+	SessionUpdate string `json:"sessionUpdate"`
+	ToolCallID    string `json:"toolCallId"`
+	Status        string `json:"status"`
+}
+
+// keepCard remembers a running call's card for its permission requests.
+func (s *Server) keepCard(ls *liveSession, card ToolCallCard) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if ls.cards == nil {
+		ls.cards = map[string]ToolCallCard{}
+	}
+	ls.cards[card.ToolCallID] = card
+}
+
+// dropCard forgets a finished call's card.
+func (s *Server) dropCard(ls *liveSession, callID string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	delete(ls.cards, callID)
+}
+
+// hasCard reports whether the call has a card on the client.
+func (s *Server) hasCard(ls *liveSession, callID string) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	_, ok := ls.cards[callID]
+	return ok
+}
+
+// permissionCall is the toolCall of a detailed permission request: the
+// call's card (pending while the user decides) followed by what is asked;
+// a request without a card gets a title and content of its own.
+func (s *Server) permissionCall(ls *liveSession, req approval.Request) ToolCallRef {
+	s.mu.Lock()
+	card, ok := ls.cards[req.CallID]
+	s.mu.Unlock()
+	ask := textItem(askText(req))
+	if !ok {
+		return ToolCallRef{ToolCallID: req.CallID, Title: askTitle(req), Kind: askKind(req), Status: "pending",
+			Content: []ToolCallContent{ask}}
+	}
+	var content []ToolCallContent
+	if card.Kind == "execute" {
+		// The whole command, whatever the title shows of it.
+		content = append(content, textItem("```sh\n"+card.Title+"\n```"))
+	}
+	// A terminal widget has no output before the command runs.
+	content = append(append(content, withoutTerminals(card.Content)...), ask)
+	return ToolCallRef{ToolCallID: req.CallID, Title: card.Title, Kind: card.Kind, Status: "pending",
+		RawInput: card.RawInput, Locations: card.Locations, Content: content}
+}
+
+// withoutTerminals drops terminal widgets from card content.
+func withoutTerminals(cs []ToolCallContent) []ToolCallContent {
+	var out []ToolCallContent
+	for _, c := range cs {
+		if c.Type != "terminal" {
+			out = append(out, c)
+		}
+	}
+	return out
+}
+
+// escalation parses a bash sandbox escalation reason ("escalate sandbox
+// to <mode>: <justification>").
+func escalation(req approval.Request) (mode, why string, ok bool) {
+	rest, ok := strings.CutPrefix(req.Reason, "escalate sandbox to ")
+	if !ok {
+		return "", "", false
+	}
+	mode, why, _ = strings.Cut(rest, ": ")
+	return mode, why, true
+}
+
+// sandboxName is a sandbox mode's menu name.
+func sandboxName(mode string) string {
+	for _, c := range sandboxChoices {
+		if c.value == mode {
+			return c.name
+		}
+	}
+	return mode
+}
+
+// askText says what is asked and why, for the user.
+func askText(req approval.Request) string {
+	if mode, why, ok := escalation(req); ok {
+		text := "The agent asks to run this command with the **" + sandboxName(mode) + "** sandbox (" + sandboxDescription(mode) + ")"
+		if why != "" {
+			text += "\n\nWhy: " + why
+		}
+		return text
+	}
+	if req.ToolName == "hooks" {
+		return "This project defines hooks: shell commands that run on your machine at points of the conversation. " +
+			"They run only if you allow them.\n\n" + strings.TrimPrefix(req.Reason, "run this project's hooks:\n")
+	}
+	if req.Reason == "" {
+		return "The agent asks to run " + req.ToolName + "."
+	}
+	return "The agent asks to " + req.Reason
+}
+
+func sandboxDescription(mode string) string {
+	for _, c := range sandboxChoices {
+		if c.value == mode {
+			return strings.TrimSuffix(strings.ToLower(c.description[:1])+c.description[1:], ".")
+		}
+	}
+	return mode
+}
+
+// askTitle titles a request that has no card.
+func askTitle(req approval.Request) string {
+	if req.ToolName == "hooks" {
+		return "Run this project's hooks?"
+	}
+	return "Allow " + req.ToolName + "?"
+}
+
+// askKind is the tool kind of a request that has no card.
+func askKind(req approval.Request) string {
+	if req.ToolName == "hooks" {
+		return "execute"
+	}
+	return "other"
+}
+
+// alwaysName names what "always" covers for a request.
+func alwaysName(req approval.Request) string {
+	if mode, _, ok := escalation(req); ok {
+		return "Always allow, and keep this session at " + sandboxName(mode)
+	}
+	switch {
+	case req.ToolName == "hooks":
+		return "Always allow this project's hooks (until they change)"
+	case req.ToolName == "web_fetch":
+		if host := fetchHost(req.Reason); host != "" {
+			return "Always allow " + host + " in this session"
+		}
+	case strings.Contains(req.Reason, "outside the session root"):
+		return "Always allow changes in this folder in this session"
+	case strings.Contains(req.Reason, "the sandbox is read-only"):
+		return "Always allow writes in this session (switches the sandbox to Workspace)"
+	}
+	return "Always allow in this session"
+}
+
+// fetchHost is the host a web_fetch approval names ("always" allows it).
+func fetchHost(reason string) string {
+	_, rest, ok := strings.Cut(reason, "(\"always\" allows ")
+	if !ok {
+		return ""
+	}
+	host, _, _ := strings.Cut(rest, " ")
+	return host
+}
