@@ -69,6 +69,11 @@ type Composition struct {
 	// ContextWindow is the model's context window in tokens; positive
 	// values turn on the editor's context meter (usage_update).
 	ContextWindow int `json:"contextWindow,omitempty"`
+	// EnvPass and EnvStrip are glob patterns of environment variable
+	// names passed to commands although they look like secrets, and of
+	// further names never passed (bash.EnvPolicy).
+	EnvPass  []string `json:"envPass,omitempty"`
+	EnvStrip []string `json:"envStrip,omitempty"`
 }
 
 // DefaultModel is the model of every built-in composition.
@@ -177,6 +182,9 @@ func (c Composition) Validate() error {
 	if c.Model == "" {
 		return fmt.Errorf("composition %s: model is empty", c.Name)
 	}
+	if err := (bash.EnvPolicy{Pass: c.EnvPass, Strip: c.EnvStrip}).Check(); err != nil {
+		return fmt.Errorf("composition %s: %w", c.Name, err)
+	}
 	return nil
 }
 
@@ -279,7 +287,7 @@ func (c Composition) Registry(env capabilities.Env, deps Deps) *capabilities.Reg
 // bashOptions configures the bash family: upstream's timeouts, and a
 // confining executor whenever the composition has a sandbox mode.
 func (c Composition) bashOptions(env capabilities.Env, deps Deps) bash.Options {
-	o := bash.Options{DefaultTimeout: 60000}
+	o := bash.Options{DefaultTimeout: 60000, EnvPass: c.EnvPass, EnvStrip: c.EnvStrip}
 	// A finished background task is announced to the model.
 	if inj, ok := env.(injector); ok {
 		o.Tasks = bash.NewTasks(func(info bash.TaskInfo) {
@@ -297,8 +305,11 @@ func (c Composition) bashOptions(env capabilities.Env, deps Deps) bash.Options {
 	o.Sandbox = &bash.Sandboxing{
 		Confiner: confiner,
 		Approver: deps.Approver,
-		Mode:     c.sessionMode,
-		Remember: rememberMode,
+		// Editor users get one /tmp per session on every backend;
+		// upstream keeps each backend's own /tmp, as recorded.
+		SessionTmp: !c.Upstream,
+		Mode:       c.sessionMode,
+		Remember:   rememberMode,
 		Root: func(call *capabilities.Call) string {
 			// Upstream confines to the launch directory; editor users get
 			// the project the session was opened on.

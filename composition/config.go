@@ -40,6 +40,18 @@ type UserConfig struct {
 	Network NetworkConfig `json:"network,omitzero"`
 	// Limits bounds what the editor may send.
 	Limits LimitsConfig `json:"limits,omitzero"`
+	// Env tunes which environment variables reach commands.
+	Env EnvConfig `json:"env,omitzero"`
+}
+
+// EnvConfig says which environment variables commands get
+// beyond the built-in rule, which drops every secret-looking name
+// (docs/security.md). Patterns are case-insensitive globs.
+type EnvConfig struct {
+	// Pass are names passed although they look like secrets (wins).
+	Pass []string `json:"pass,omitempty"`
+	// Strip are further names never passed.
+	Strip []string `json:"strip,omitempty"`
 }
 
 // NetworkConfig tunes the model client (docs/configuration.md). Zero
@@ -148,5 +160,7 @@ func (c Composition) Apply(u UserConfig) (Composition, error) {
 	if u.Approval != "" {
 		c.Approval = u.Approval
 	}
+	c.EnvPass = append(append([]string(nil), c.EnvPass...), u.Env.Pass...)
+	c.EnvStrip = append(append([]string(nil), c.EnvStrip...), u.Env.Strip...)
 	return c, c.Validate()
 }

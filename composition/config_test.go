@@ -77,10 +77,10 @@ func TestCompositionFile(t *testing.T) {
 
 func TestBuiltinToolsInWireOrder(t *testing.T) {
 	for name, want := range map[string][]string{
-		"acp-agent":         {"bash", "edit", "read", "subagent", "subagent_fork", "task_kill", "task_list", "task_output", "todo_write", "write"},
+		"acp-agent":         {"bash", "edit", "read", "subagent", "subagent_fork", "task_kill", "task_list", "task_output", "todo_write", "workflow", "write"},
 		"sandbox-acp-agent": {"bash", "task_kill", "task_list", "task_output"},
 		"plan-acp-agent":    {"edit", "exit_plan_mode", "read", "todo_write", "write"},
-		"default":           {"ask_user_question", "bash", "edit", "exit_plan_mode", "read", "subagent", "subagent_fork", "task_kill", "task_list", "task_output", "todo_write", "write"},
+		"default":           {"ask_user_question", "bash", "edit", "exit_plan_mode", "read", "subagent", "subagent_fork", "task_kill", "task_list", "task_output", "todo_write", "workflow", "write"},
 	} {
 		c, ok := composition.Builtin(name)
 		require.True(t, ok)
@@ -110,4 +110,23 @@ func TestUserConfigNetworkAndLimits(t *testing.T) {
 	require.NoError(t, os.WriteFile(path, []byte(`{"network":{"timeout":3}}`), 0o600))
 	_, err = composition.LoadUserConfig(path)
 	require.ErrorContains(t, err, "timeout", "an unknown key is named")
+}
+
+func TestUserConfigEnvReachesTheComposition(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "config.json")
+	require.NoError(t, os.WriteFile(path, []byte(`{"env":{"pass":["GITHUB_TOKEN"],"strip":["CORP_*"]}}`), 0o600))
+	u, err := composition.LoadUserConfig(path)
+	require.NoError(t, err)
+	def, _ := composition.Builtin("default")
+	c, err := def.Apply(u)
+	require.NoError(t, err)
+	require.Equal(t, []string{"GITHUB_TOKEN"}, c.EnvPass)
+	require.Equal(t, []string{"CORP_*"}, c.EnvStrip)
+	up, _ := composition.Builtin("sandbox-acp-agent")
+	c, err = up.Apply(u)
+	require.NoError(t, err)
+	require.Empty(t, c.EnvPass, "upstream compositions ignore the user config")
+
+	_, err = def.Apply(composition.UserConfig{Env: composition.EnvConfig{Strip: []string{"["}}})
+	require.ErrorContains(t, err, "environment pattern")
 }
