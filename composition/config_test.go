@@ -77,10 +77,10 @@ func TestCompositionFile(t *testing.T) {
 
 func TestBuiltinToolsInWireOrder(t *testing.T) {
 	for name, want := range map[string][]string{
-		"acp-agent":         {"bash", "edit", "read", "subagent", "subagent_fork", "task_kill", "task_list", "task_output", "todo_write", "write"},
+		"acp-agent":         {"bash", "edit", "read", "subagent", "subagent_fork", "task_kill", "task_list", "task_output", "todo_write", "workflow", "write"},
 		"sandbox-acp-agent": {"bash", "task_kill", "task_list", "task_output"},
 		"plan-acp-agent":    {"edit", "exit_plan_mode", "read", "todo_write", "write"},
-		"default":           {"ask_user_question", "bash", "edit", "exit_plan_mode", "read", "subagent", "subagent_fork", "task_kill", "task_list", "task_output", "todo_write", "write"},
+		"default":           {"ask_user_question", "bash", "edit", "exit_plan_mode", "read", "subagent", "subagent_fork", "task_kill", "task_list", "task_output", "todo_write", "workflow", "write"},
 	} {
 		c, ok := composition.Builtin(name)
 		require.True(t, ok)

@@ -60,6 +60,7 @@ var mustPass = []string{
 	"acp-agent/subagent-spawn",
 	"acp-agent/subagent-fork",
 	"acp-agent/subagent-mixed",
+	"acp-agent/workflow-run",
 }
 
 func TestUpstreamScenariosReplayInProcess(t *testing.T) {

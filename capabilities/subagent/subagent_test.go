@@ -1,0 +1,232 @@
+package subagent_test
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/dsh-acp/dsh-acp/agent/llm"
+	"github.com/dsh-acp/dsh-acp/capabilities"
+	"github.com/dsh-acp/dsh-acp/capabilities/subagent"
+	"github.com/dsh-acp/dsh-acp/capabilities/subagent/childtest"
+	"github.com/dsh-acp/dsh-acp/session"
+)
+
+// model: a parent prompt "DELEGATE <tool> <prompt>" calls that tool once
+// and then answers the tool's result; a child answers its prompt: "ECHO x"
+// → x, "HANG" blocks, "ERR" fails, "MAXTOK" hits the token limit, "QUIET"
+// answers nothing, "RECALL" answers the first user message it has seen.
+func model(req *llm.Request) childtest.Reply {
+	last := childtest.LastUser(req)
+	if childtest.LastIsToolResult(req) {
+		return childtest.Reply{Text: "PARENT_DONE"}
+	}
+	if rest, ok := strings.CutPrefix(last, "DELEGATE "); ok {
+		tool, prompt, _ := strings.Cut(rest, " ")
+		args, _ := json.Marshal(map[string]string{"description": "test", "prompt": prompt})
+		return childtest.Reply{Calls: []childtest.Call{{Name: tool, Args: string(args)}}}
+	}
+	switch {
+	case strings.HasPrefix(last, "ECHO "):
+		return childtest.Reply{Text: strings.TrimPrefix(last, "ECHO ")}
+	case last == "HANG":
+		return childtest.Reply{Hang: true}
+	case last == "ERR":
+		return childtest.Reply{Finish: "error"}
+	case last == "MAXTOK":
+		return childtest.Reply{Text: "cut", Finish: "max-tokens"}
+	case last == "QUIET":
+		return childtest.Reply{}
+	case last == "RECALL":
+		first := ""
+		for _, m := range req.Messages {
+			if m.Role == "user" && len(m.Content) > 0 && first == "" {
+				first = m.Content[0].Text
+			}
+		}
+		return childtest.Reply{Text: "first: " + first}
+	}
+	return childtest.Reply{Text: "OK"}
+}
+
+func tools(capabilities.Env) []capabilities.Tool {
+	return []capabilities.Tool{subagent.Tool{}, subagent.Tool{Fork: true}}
+}
+
+// toolResult returns the text and error flag of the log's last tool/result.
+func toolResult(t *testing.T, log *session.Log) (string, bool) {
+	t.Helper()
+	events := log.Events()
+	for i := len(events) - 1; i >= 0; i-- {
+		if events[i].Type == session.TypeToolResult {
+			var r session.ToolResult
+			require.NoError(t, events[i].Decode(&r))
+			return r.Content[0].Text, r.IsError
+		}
+	}
+	t.Fatal("no tool/result")
+	return "", false
+}
+
+// childLog loads a stored child log.
+func childLog(t *testing.T, env *childtest.Env, id string) (session.Header, []session.Event) {
+	t.Helper()
+	h, events, err := env.Store.Load(context.Background(), id)
+	require.NoError(t, err)
+	return h, events
+}
+
+func TestSpawnRunsAFullChildWithItsOwnLog(t *testing.T) {
+	env := childtest.New(t, model, tools)
+	parent := env.Session(t)
+	end := parent.Prompt(context.Background(), "DELEGATE subagent ECHO CHILD_OK")
+	require.Equal(t, session.EndCompleted, end.Kind)
+	text, isErr := toolResult(t, parent.Log())
+	assert.False(t, isErr)
+	assert.Equal(t, "CHILD_OK", text)
+
+	kids := env.Children(t, parent.ID())
+	require.Len(t, kids, 1)
+	h, events := childLog(t, env, kids[0].ID)
+	assert.Equal(t, parent.Cwd(), h.Cwd)
+	assert.Zero(t, h.SeedLength, "a spawn has no seed")
+	var types []string
+	for _, e := range events {
+		types = append(types, e.Type)
+	}
+	assert.Equal(t, []string{"turn/start", "user/message", "step/start", "request/header", "assistant/chunk", "assistant/chunk",
+		"assistant/chunk", "assistant/chunk", "assistant/message", "step/end", "turn/end"}, types)
+	// The child's first header is its parent's: same prompt assembly, same tools.
+	assert.JSONEq(t, string(firstHeader(t, parent.Log().Events())), string(firstHeader(t, events)))
+	assert.Contains(t, string(events[3].Data), `"reason":"initial"`)
+
+	// Children are not conversations of their own in the editor's history.
+	list, err := env.Runtime.ListSessions(context.Background())
+	require.NoError(t, err)
+	require.Len(t, list, 1)
+	assert.Equal(t, parent.ID(), list[0].ID)
+}
+
+func firstHeader(t *testing.T, events []session.Event) json.RawMessage {
+	t.Helper()
+	for _, e := range events {
+		if e.Type == session.TypeRequestHeader {
+			var d struct {
+				Header json.RawMessage `json:"header"`
+			}
+			require.NoError(t, json.Unmarshal(e.Data, &d))
+			return d.Header
+		}
+	}
+	t.Fatal("no request/header")
+	return nil
+}
+
+func TestForkSeedsTheCompletedTurns(t *testing.T) {
+	env := childtest.New(t, model, tools)
+	parent := env.Session(t)
+	require.Equal(t, session.EndCompleted, parent.Prompt(context.Background(), "remember MARMALADE").Kind)
+	seedLen := parent.Log().Len()
+	require.Equal(t, session.EndCompleted, parent.Prompt(context.Background(), "DELEGATE subagent_fork RECALL").Kind)
+	text, _ := toolResult(t, parent.Log())
+	assert.Equal(t, "first: remember MARMALADE", text, "the fork child saw the parent's first turn")
+
+	kids := env.Children(t, parent.ID())
+	require.Len(t, kids, 1)
+	h, events := childLog(t, env, kids[0].ID)
+	assert.Equal(t, seedLen, h.SeedLength)
+	assert.Equal(t, parent.ID(), h.ParentSession)
+	pe := parent.Log().Events()
+	for i := 0; i < seedLen; i++ {
+		assert.Equal(t, pe[i].Seq, events[i].Seq)
+		assert.Equal(t, pe[i].Time, events[i].Time, "copied verbatim")
+		assert.Equal(t, string(pe[i].Data), string(events[i].Data))
+	}
+	var ts session.TurnStart
+	require.NoError(t, events[seedLen].Decode(&ts))
+	assert.Equal(t, 2, ts.Turn, "the fork continues the parent's turn numbering")
+	hdr := events[seedLen+3]
+	require.Equal(t, session.TypeRequestHeader, hdr.Type)
+	assert.Contains(t, string(hdr.Data), `"reason":"resume"`)
+}
+
+func TestForkWithoutACompletedTurnHasNoSeed(t *testing.T) {
+	env := childtest.New(t, model, tools)
+	parent := env.Session(t)
+	require.Equal(t, session.EndCompleted, parent.Prompt(context.Background(), "DELEGATE subagent_fork ECHO alone").Kind)
+	text, isErr := toolResult(t, parent.Log())
+	assert.False(t, isErr)
+	assert.Equal(t, "alone", text)
+	kids := env.Children(t, parent.ID())
+	require.Len(t, kids, 1)
+	assert.Zero(t, kids[0].SeedLength)
+}
+
+func TestChildFailuresBecomeToolErrors(t *testing.T) {
+	for prompt, want := range map[string]string{
+		"ERR":    "Error: " + subagent.ErrFailed,
+		"MAXTOK": "Error: " + subagent.ErrTokenLimit,
+		"QUIET":  "Error: " + subagent.ErrDeclined,
+	} {
+		t.Run(prompt, func(t *testing.T) {
+			env := childtest.New(t, model, tools)
+			parent := env.Session(t)
+			require.Equal(t, session.EndCompleted, parent.Prompt(context.Background(), "DELEGATE subagent "+prompt).Kind)
+			text, isErr := toolResult(t, parent.Log())
+			assert.True(t, isErr)
+			assert.Equal(t, want, text)
+			require.Len(t, env.Children(t, parent.ID()), 1, "the failed child's log is written")
+		})
+	}
+}
+
+func TestCancellingTheParentCancelsAHangingChild(t *testing.T) {
+	env := childtest.New(t, model, tools)
+	parent := env.Session(t)
+	done := make(chan session.EndReason)
+	go func() { done <- parent.Prompt(context.Background(), "DELEGATE subagent HANG") }()
+	require.Eventually(t, func() bool { return len(env.Children(t, parent.ID())) == 1 || env.Provider.Calls() >= 2 },
+		5*time.Second, 5*time.Millisecond)
+	time.Sleep(20 * time.Millisecond)
+	parent.Cancel("user cancelled")
+	select {
+	case end := <-done:
+		assert.Equal(t, session.EndAborted, end.Kind)
+	case <-time.After(5 * time.Second):
+		t.Fatal("the parent's turn did not end after the cancel")
+	}
+	text, isErr := toolResult(t, parent.Log())
+	assert.True(t, isErr)
+	assert.Equal(t, "Error: "+subagent.ErrCancelled, text)
+	kids := env.Children(t, parent.ID())
+	require.Len(t, kids, 1)
+	_, events := childLog(t, env, kids[0].ID)
+	var te session.TurnEnd
+	require.NoError(t, events[len(events)-1].Decode(&te))
+	assert.Equal(t, session.EndReason{Kind: session.EndAborted, Reason: subagent.ReasonParentAborted}, te.Reason)
+}
+
+func TestToolWithoutACallingAgent(t *testing.T) {
+	reg := capabilities.NewRegistry(subagent.Tool{})
+	out := reg.Execute(context.Background(), nil, "c1", "subagent", `{"description":"d","prompt":"p"}`)
+	require.True(t, out.IsError)
+	assert.Equal(t, "Error: "+subagent.ErrNoAgent, out.Content[0].Text)
+}
+
+func TestManySequentialChildrenEachWriteTheirLog(t *testing.T) {
+	env := childtest.New(t, model, tools)
+	parent := env.Session(t)
+	for i := range 5 {
+		out, err := subagent.Run(context.Background(), parent, subagent.Request{Prompt: fmt.Sprintf("ECHO %d", i)})
+		require.NoError(t, err)
+		assert.Equal(t, subagent.StopCompleted, out.Stop)
+		assert.Equal(t, fmt.Sprint(i), out.Text)
+	}
+	assert.Len(t, env.Children(t, parent.ID()), 5)
+}
