@@ -333,4 +333,3 @@ func (r *Realm) checkPlain(v goja.Value, path string, stack map[*goja.Object]boo
 	}
 	return &NotPlain{path, name + " (exotic prototype) is not JSON data"}
 }
-
