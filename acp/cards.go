@@ -45,6 +45,7 @@ type ToolCallUpdateCard struct {
 	Status        string            `json:"status"`
 	Content       []ToolCallContent `json:"content,omitempty"`
 	Title         string            `json:"title,omitempty"`
+	RawOutput     json.RawMessage   `json:"rawOutput,omitempty"`
 }
 
 // TerminalUpdateCard is the tool_call_update of a terminal result when the
@@ -54,6 +55,8 @@ type TerminalUpdateCard struct {
 	ToolCallID    string             `json:"toolCallId"`
 	Status        string             `json:"status"`
 	Title         string             `json:"title,omitempty"`
+	Content       []ToolCallContent  `json:"content,omitempty"`
+	RawOutput     json.RawMessage    `json:"rawOutput,omitempty"`
 	Meta          terminalOutputMeta `json:"_meta"`
 }
 
@@ -79,7 +82,11 @@ func (p *presenter) callCard(c session.ToolCall) (ToolCallCard, *capabilities.Ca
 	if t, ok := p.lookup(c.Name, args); ok {
 		if cp, ok := t.(capabilities.CallPresenter); ok {
 			v := cp.PresentCall(args)
-			return p.renderCall(c.CallID, v), &v
+			card := p.renderCall(c.CallID, v)
+			if p.editor && len(args) > 0 && args[0] == '{' {
+				card.RawInput = args // the call's arguments, as an object
+			}
+			return card, &v
 		}
 	}
 	return ToolCallCard{SessionUpdate: "tool_call", ToolCallID: c.CallID, Title: c.Name, Kind: "other", Status: "in_progress", RawInput: args}, nil
@@ -144,6 +151,38 @@ func (p *presenter) renderCall(id string, v capabilities.CallView) ToolCallCard 
 
 // resultCard renders a tool/result given the remembered call.
 func (p *presenter) resultCard(r session.ToolResult, call *rememberedCall) any {
+	card := p.resultView(r, call)
+	if !p.editor {
+		return card
+	}
+	out := rawOutput(r)
+	switch c := card.(type) {
+	case ToolCallUpdateCard:
+		c.RawOutput = out
+		return c
+	case TerminalUpdateCard:
+		c.RawOutput = out
+		return c
+	}
+	return card
+}
+
+// rawOutput is a result as the tool returned it: {"output", "isError"}.
+func rawOutput(r session.ToolResult) json.RawMessage {
+	var b strings.Builder
+	for _, bl := range r.Content {
+		if bl.Type == session.BlockText {
+			b.WriteString(bl.Text)
+		}
+	}
+	return jsonx.MustMarshal(struct {
+		Output  string `json:"output"`
+		IsError bool   `json:"isError,omitempty"`
+	}{b.String(), r.IsError})
+}
+
+// resultView renders a tool/result given the remembered call.
+func (p *presenter) resultView(r session.ToolResult, call *rememberedCall) any {
 	status := "completed"
 	if r.IsError {
 		status = "failed"
@@ -173,6 +212,18 @@ func (p *presenter) resultCard(r session.ToolResult, call *rememberedCall) any {
 		if v.Output != nil {
 			output = *v.Output
 		}
+		var notes []ToolCallContent
+		if p.editor {
+			if v.Display != nil {
+				output = *v.Display
+			}
+			if v.Failed {
+				status = "failed"
+			}
+			for _, n := range v.Notes {
+				notes = append(notes, textItem(n))
+			}
+		}
 		if p.terminal {
 			meta := terminalOutputMeta{TerminalOutput: terminalOutput{TerminalID: r.CallID, Data: output}}
 			switch {
@@ -181,11 +232,20 @@ func (p *presenter) resultCard(r session.ToolResult, call *rememberedCall) any {
 			case v.ExitCode != nil:
 				meta.TerminalExit = &terminalExit{TerminalID: r.CallID, ExitCode: v.ExitCode}
 			}
-			return TerminalUpdateCard{SessionUpdate: "tool_call_update", ToolCallID: r.CallID, Status: status, Title: v.Title, Meta: meta}
+			var content []ToolCallContent
+			if len(notes) > 0 {
+				// The content is replaced whole: keep the description and
+				// the terminal, then the notes.
+				if call.view.Description != "" {
+					content = append(content, textItem(call.view.Description))
+				}
+				content = append(append(content, ToolCallContent{Type: "terminal", TerminalID: r.CallID}), notes...)
+			}
+			return TerminalUpdateCard{SessionUpdate: "tool_call_update", ToolCallID: r.CallID, Status: status, Title: v.Title, Content: content, Meta: meta}
 		}
 		fenced := "```console\n" + strings.TrimRight(output, "\n") + "\n```"
 		return ToolCallUpdateCard{SessionUpdate: "tool_call_update", ToolCallID: r.CallID, Status: status,
-			Content: []ToolCallContent{textItem(fenced)}, Title: v.Title}
+			Content: append([]ToolCallContent{textItem(fenced)}, notes...), Title: v.Title}
 	case capabilities.ViewDiff:
 		rawPath := ""
 		if len(v.Diffs) > 0 {
@@ -197,6 +257,9 @@ func (p *presenter) resultCard(r session.ToolResult, call *rememberedCall) any {
 		content := raw.Content
 		if v.Content != nil {
 			content = textContent(v.Content)
+		}
+		if p.editor && v.EditorContent != nil {
+			content = textContent(v.EditorContent)
 		}
 		return ToolCallUpdateCard{SessionUpdate: "tool_call_update", ToolCallID: r.CallID, Status: status, Content: content, Title: v.Title}
 	}

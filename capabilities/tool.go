@@ -119,6 +119,19 @@ type ResultView struct {
 	Output   *string
 	ExitCode *int
 	Signal   string
+	// Display is the terminal text an editor user sees: the command's
+	// output without the annotations written for the model (the [stderr]
+	// header, status markers); nil means Output.
+	Display *string
+	// Failed shows the card as failed though the result is no error (a
+	// command that exited non-zero).
+	Failed bool
+	// Notes are short lines an editor shows under the output (how the
+	// command ended, what the sandbox denied).
+	Notes []string
+	// EditorContent, when non-nil, replaces Content in editors (the file
+	// as a code block instead of the model's numbered view).
+	EditorContent []session.Block
 }
 
 // Section is one part of the system prompt. Sections render sorted by Order

@@ -366,3 +366,50 @@ func TestPermissionRequestsCanBeJudged(t *testing.T) {
 	assert.Equal(t, "hello\n", pc.ToolCall.Content[0].NewText)
 	assert.Equal(t, "Always allow writes in this session (switches the sandbox to Workspace)", pc.Options[1].Name)
 }
+
+// A terminal card shows exactly what the command printed (the model's
+// annotations stay in its result), fails on a non-zero exit with the exit
+// code visible, and carries the arguments and the raw result.
+func TestTerminalCardsShowTheCommandsOutput(t *testing.T) {
+	for _, caps := range []map[string]any{{}, {"_meta": map[string]any{"terminal_output": true}}} {
+		root, ws := t.TempDir(), t.TempDir()
+		p := newProvider()
+		srv := serve(t, "default", openStore(t, root), ws, p, caps, nil)
+		sid := srv.newSession(t, ws).SessionID
+		args, _ := json.Marshal(map[string]any{"command": "echo out; echo err >&2; exit 3", "description": "fail on purpose"})
+		p.script("fail", toolCall{Name: "bash", Args: string(args)})
+		stop, lines := srv.prompt(t, sid, "fail")
+		require.Equal(t, "end_turn", stop)
+		res := lastResult(t, root, sid)
+		require.Contains(t, res.text(), "[stderr]\nerr\n[exit code: 3]", "the model's result keeps its annotations")
+
+		var call, result map[string]json.RawMessage
+		for _, u := range updates(lines, sid) {
+			var v map[string]json.RawMessage
+			require.NoError(t, json.Unmarshal([]byte(u), &v))
+			switch string(v["sessionUpdate"]) {
+			case `"tool_call"`:
+				call = v
+			case `"tool_call_update"`:
+				result = v
+			}
+		}
+		require.NotNil(t, call)
+		require.NotNil(t, result)
+		assert.JSONEq(t, string(args), string(call["rawInput"]))
+		assert.Equal(t, `"failed"`, string(result["status"]))
+		assert.Contains(t, string(result["rawOutput"]), `[exit code: 3]`)
+		shown := string(result["content"])
+		if meta, ok := result["_meta"]; ok {
+			shown += string(meta)
+			assert.Contains(t, string(meta), `"data":"out\nerr\n"`)
+			assert.Contains(t, string(meta), `"exit_code":3`)
+			assert.Contains(t, shown, `{"type":"terminal","terminalId":`)
+		} else {
+			assert.Contains(t, shown, "```console\\nout\\nerr\\n```")
+		}
+		assert.Contains(t, shown, "Exited with code 3.")
+		assert.NotContains(t, shown, "[stderr]")
+		assert.NotContains(t, shown, "[exit code")
+	}
+}

@@ -174,13 +174,18 @@ func TestResultViews(t *testing.T) {
 		r    session.ToolResult
 		want capabilities.ResultView
 	}{
-		{"ok", fg, res(false, txt("SNAPSHOT_OK\n")), capabilities.ResultView{Kind: capabilities.ViewTerminal, Output: ptr("SNAPSHOT_OK\n"), ExitCode: ptr(0)}},
-		{"exit", fg, res(false, txt("[stderr]\nboom\n[exit code: 1]")), capabilities.ResultView{Kind: capabilities.ViewTerminal, Output: ptr("[stderr]\nboom\n[exit code: 1]"), ExitCode: ptr(1)}},
-		{"signal", fg, res(false, txt("(no output)\n[timed out after 200ms]\n[killed by signal: SIGTERM]")), capabilities.ResultView{Kind: capabilities.ViewTerminal, Output: ptr("(no output)\n[timed out after 200ms]\n[killed by signal: SIGTERM]"), Signal: "SIGTERM"}},
-		{"marker not final", fg, res(false, txt("x\n[exit code: 2]\nmore")), capabilities.ResultView{Kind: capabilities.ViewTerminal, Output: ptr("x\n[exit code: 2]\nmore"), ExitCode: ptr(0)}},
-		{"marker without newline", fg, res(false, txt("[exit code: 2]")), capabilities.ResultView{Kind: capabilities.ViewTerminal, Output: ptr("[exit code: 2]"), ExitCode: ptr(0)}},
+		{"ok", fg, res(false, txt("SNAPSHOT_OK\n")), capabilities.ResultView{Kind: capabilities.ViewTerminal, Output: ptr("SNAPSHOT_OK\n"), ExitCode: ptr(0), Display: ptr("SNAPSHOT_OK\n")}},
+		{"exit", fg, res(false, txt("[stderr]\nboom\n[exit code: 1]")), capabilities.ResultView{Kind: capabilities.ViewTerminal, Output: ptr("[stderr]\nboom\n[exit code: 1]"), ExitCode: ptr(1),
+			Display: ptr("boom\n"), Failed: true, Notes: []string{"Exited with code 1."}}},
+		{"signal", fg, res(false, txt("(no output)\n[timed out after 200ms]\n[killed by signal: SIGTERM]")), capabilities.ResultView{Kind: capabilities.ViewTerminal, Output: ptr("(no output)\n[timed out after 200ms]\n[killed by signal: SIGTERM]"), Signal: "SIGTERM",
+			Display: ptr(""), Failed: true, Notes: []string{"Stopped: timed out after 200ms.", "Killed by signal SIGTERM."}}},
+		{"marker not final", fg, res(false, txt("x\n[exit code: 2]\nmore")), capabilities.ResultView{Kind: capabilities.ViewTerminal, Output: ptr("x\n[exit code: 2]\nmore"), ExitCode: ptr(0), Display: ptr("x\n[exit code: 2]\nmore\n")}},
+		{"marker without newline", fg, res(false, txt("[exit code: 2]")), capabilities.ResultView{Kind: capabilities.ViewTerminal, Output: ptr("[exit code: 2]"), ExitCode: ptr(0), Display: ptr("[exit code: 2]\n")}},
 		{"error", fg, res(true, txt("Error: bash is disabled by policy in this session")), capabilities.ResultView{Kind: capabilities.ViewGeneric, Content: []session.Block{txt("```console\nError: bash is disabled by policy in this session\n```")}}},
 		{"background", bg, res(false, txt("started background task bash-1\n\n")), capabilities.ResultView{Kind: capabilities.ViewGeneric, Content: []session.Block{txt("```console\nstarted background task bash-1\n```")}}},
+		{"stdout, stderr and the sandbox", fg, res(false, txt("out\n[stderr]\ndenied\n[sandbox: file access denied under read-only mode]\n"+EscalationMarker+"\n[exit code: 1]")),
+			capabilities.ResultView{Kind: capabilities.ViewTerminal, Output: ptr("out\n[stderr]\ndenied\n[sandbox: file access denied under read-only mode]\n" + EscalationMarker + "\n[exit code: 1]"), ExitCode: ptr(1),
+				Display: ptr("out\ndenied\n"), Failed: true, Notes: []string{"The sandbox denied file access (read-only).", "Exited with code 1."}}},
 		{"two blocks", fg, res(false, txt("a"), txt("b")), capabilities.ResultView{Kind: capabilities.ViewGeneric}},
 		{"no blocks", fg, res(true), capabilities.ResultView{Kind: capabilities.ViewGeneric}},
 		{"non-text", fg, res(false, session.Block{Type: "image"}), capabilities.ResultView{Kind: capabilities.ViewGeneric}},

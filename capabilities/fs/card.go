@@ -4,6 +4,8 @@ import (
 	"bytes"
 	"encoding/json"
 	"math"
+	"path/filepath"
+	"strings"
 
 	"github.com/dsh-acp/dsh-acp/capabilities"
 	"github.com/dsh-acp/dsh-acp/session"
@@ -41,6 +43,88 @@ func (*readTool) PresentCall(args json.RawMessage) capabilities.CallView {
 		ToolKind:  "read",
 		Locations: []capabilities.Location{{Path: a.FilePath, Line: &line}},
 	}
+}
+
+// PresentResult implements capabilities.ResultPresenter: the model's view
+// as is (upstream shows the raw result), and for editors the lines read as
+// a fenced code block with the footer's note under it. Errors stay raw.
+func (*readTool) PresentResult(args json.RawMessage, r session.ToolResult) capabilities.ResultView {
+	v := rawView()
+	if r.IsError || len(r.Content) != 1 || r.Content[0].Type != session.BlockText {
+		return v
+	}
+	var a readArgs
+	_ = json.Unmarshal(args, &a)
+	code, note, ok := readLines(r.Content[0].Text)
+	if !ok {
+		return v
+	}
+	text := fence(code, fenceLang(a.FilePath))
+	if note != "" && !strings.HasPrefix(note, "End of file") { // only a partial read needs a note
+		text += "\n\n" + note
+	}
+	v.EditorContent = []session.Block{session.TextBlock(text)}
+	return v
+}
+
+// readLines recovers the lines of a read result: the numbered body
+// without its "N: " prefixes, and the footer.
+func readLines(text string) (code, note string, ok bool) {
+	_, rest, ok := strings.Cut(text, "\n<content>\n")
+	if !ok {
+		return "", "", false
+	}
+	rest, ok = strings.CutSuffix(rest, "\n</content>")
+	if !ok {
+		return "", "", false
+	}
+	body, footer := "", rest
+	if i := strings.LastIndex(rest, "\n\n"); i >= 0 {
+		body, footer = rest[:i], rest[i+2:]
+	}
+	var b strings.Builder
+	for i, line := range strings.Split(body, "\n") {
+		if body == "" {
+			break
+		}
+		_, l, found := strings.Cut(line, ": ")
+		if !found {
+			return "", "", false
+		}
+		if i > 0 {
+			b.WriteByte('\n')
+		}
+		b.WriteString(l)
+	}
+	return b.String(), strings.Trim(footer, "()"), true
+}
+
+// fence wraps code in a Markdown fence longer than any backtick run in it.
+func fence(code, lang string) string {
+	ticks := "```"
+	for strings.Contains(code, ticks) {
+		ticks += "`"
+	}
+	return ticks + lang + "\n" + code + "\n" + ticks
+}
+
+// fenceLang is the Markdown language of a file, from its extension.
+func fenceLang(path string) string {
+	ext := strings.TrimPrefix(filepath.Ext(path), ".")
+	switch ext {
+	case "md":
+		return "markdown"
+	case "yml":
+		return "yaml"
+	case "sh", "bash":
+		return "sh"
+	}
+	for _, c := range ext {
+		if !(c >= 'a' && c <= 'z' || c >= '0' && c <= '9') {
+			return ""
+		}
+	}
+	return ext
 }
 
 // cardNumber parses an optional JSON number argument.

@@ -16,8 +16,18 @@ func intp(i int) *int { return &i }
 func TestReadCard(t *testing.T) {
 	tools := New(Options{})
 	read := tools[0].(capabilities.CallPresenter)
-	_, hasResult := tools[0].(capabilities.ResultPresenter)
-	require.False(t, hasResult, "read results are shown raw")
+	rp := tools[0].(capabilities.ResultPresenter)
+	// Upstream shows the raw result; editors get the lines read as code.
+	res := session.ToolResult{Content: []session.Block{session.TextBlock("<path>a.go</path>\n<type>file</type>\n<content>\n" +
+		"1: package a\n2: \n3: // 10: x\n\n(Showing lines 1-3 of 9. Use offset=4 to continue.)\n</content>")}}
+	require.Equal(t, capabilities.ResultView{Kind: capabilities.ViewGeneric, EditorContent: []session.Block{session.TextBlock(
+		"```go\npackage a\n\n// 10: x\n```\n\nShowing lines 1-3 of 9. Use offset=4 to continue.")}},
+		rp.PresentResult(json.RawMessage(`{"file_path":"a.go"}`), res))
+	empty := session.ToolResult{Content: []session.Block{session.TextBlock("<path>e</path>\n<type>file</type>\n<content>\n(End of file - total 0 lines)\n</content>")}}
+	require.Equal(t, []session.Block{session.TextBlock("```\n\n```")},
+		rp.PresentResult(json.RawMessage(`{"file_path":"e"}`), empty).EditorContent)
+	failed := session.ToolResult{IsError: true, Content: []session.Block{session.TextBlock("Error: no such file")}}
+	require.Equal(t, capabilities.ResultView{Kind: capabilities.ViewGeneric}, rp.PresentResult(json.RawMessage(`{"file_path":"a.go"}`), failed))
 	for _, tc := range []struct {
 		args  string
 		title string
