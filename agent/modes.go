@@ -23,7 +23,7 @@ type ModeDef struct {
 // PlanMode returns the built-in plan mode: read-only tools and the
 // exit_plan_mode review.
 func PlanMode() ModeDef {
-	return ModeDef{ID: "plan", Allow: []string{"read", "todo_write", "web_search", "web_fetch", "exit_plan_mode"},
+	return ModeDef{ID: "plan", Allow: []string{"read", "todo_write", "web_search", "web_fetch", "exit_plan_mode", "glob", "grep", "skill"},
 		Policy: "You are in plan mode. Investigate with the read-only tools you have, work out a concrete plan, and " +
 			"present it with exit_plan_mode. Do not try to change files or run commands until the user approves the plan."}
 }

@@ -94,7 +94,7 @@ type Outcome struct {
 func (r *Registry) Execute(ctx context.Context, env Env, callID, name, arguments string) Outcome {
 	out := r.execute(ctx, env, callID, name, arguments)
 	if r.spill != nil {
-		out = r.spill.apply(env, callID, out)
+		out = r.spill.apply(env, callID, name, out)
 	}
 	return out
 }

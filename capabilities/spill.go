@@ -12,7 +12,7 @@ import (
 
 // DefaultSpillCap is the result size, in bytes of text, above which a
 // result is spilled (Spill.Cap zero).
-const DefaultSpillCap = 64 << 10
+const DefaultSpillCap = 32 << 10
 
 // Spill bounds what the model and the editor get of a large tool result:
 // a result whose text is over Cap bytes is saved whole to a file, and the
@@ -25,6 +25,9 @@ type Spill struct {
 	// Dir returns the directory the session's spill files go to; it is
 	// created (0700) on first use.
 	Dir func(env Env) string
+	// Skip names tools whose results are never spilled (read: it is
+	// windowed already, and it is how spill files are read back).
+	Skip []string
 }
 
 // spillName is the file a call's result is saved to: its call id, with
@@ -47,7 +50,12 @@ func spillName(callID string) string {
 
 // apply spills out when its text is over the cap; other outcomes are
 // returned as they are.
-func (s *Spill) apply(env Env, callID string, out Outcome) Outcome {
+func (s *Spill) apply(env Env, callID, name string, out Outcome) Outcome {
+	for _, n := range s.Skip {
+		if n == name {
+			return out
+		}
+	}
 	limit := s.Cap
 	if limit <= 0 {
 		limit = DefaultSpillCap

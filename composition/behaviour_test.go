@@ -268,7 +268,7 @@ func TestPlanModeDeniesWritesAndFiltersTools(t *testing.T) {
 			reqs := p.requestsFor(s.SessionID)
 			require.Len(t, reqs, 2)
 			for _, r := range reqs {
-				assert.Equal(t, []string{"exit_plan_mode", "read", "todo_write"}, toolNames(r))
+				assert.Equal(t, planTools(comp), toolNames(r))
 			}
 		})
 	}
@@ -389,7 +389,7 @@ func TestExitPlanModeElicitation(t *testing.T) {
 		// The next step already has the full toolset back, without exit_plan_mode.
 		mreqs := p.requestsFor(s.SessionID)
 		require.Len(t, mreqs, 2)
-		assert.Equal(t, []string{"exit_plan_mode", "read", "todo_write"}, toolNames(mreqs[0]))
+		assert.Equal(t, planTools("default"), toolNames(mreqs[0]))
 		assert.Contains(t, toolNames(mreqs[1]), "write")
 		assert.Contains(t, toolNames(mreqs[1]), "bash")
 		assert.NotContains(t, toolNames(mreqs[1]), "exit_plan_mode")
@@ -528,7 +528,7 @@ func TestModeSwitchDuringTurnFlushesAtStepEnd(t *testing.T) {
 
 	reqs := p.requestsFor(s.SessionID)
 	require.Len(t, reqs, 2)
-	assert.Equal(t, []string{"exit_plan_mode", "read", "todo_write"}, toolNames(reqs[0]))
+	assert.Equal(t, planTools("default"), toolNames(reqs[0]))
 	assert.Contains(t, toolNames(reqs[1]), "write")
 	assert.NotContains(t, toolNames(reqs[1]), "exit_plan_mode")
 
@@ -573,7 +573,7 @@ func TestModeSurvivesRestart(t *testing.T) {
 			assert.Equal(t, "end_turn", stop)
 			reqs := p2.requestsFor(s.SessionID)
 			require.Len(t, reqs, 1)
-			assert.Equal(t, []string{"exit_plan_mode", "read", "todo_write"}, toolNames(reqs[0]))
+			assert.Equal(t, planTools(comp), toolNames(reqs[0]))
 		})
 	}
 }
@@ -658,4 +658,13 @@ func indexOf(list []string, s string) int {
 		}
 	}
 	return -1
+}
+
+// planTools is what plan mode offers in a composition: the read-only
+// tools it mounts.
+func planTools(comp string) []string {
+	if comp == "default" {
+		return []string{"exit_plan_mode", "glob", "grep", "read", "todo_write", "web_fetch"}
+	}
+	return []string{"exit_plan_mode", "read", "todo_write"}
 }

@@ -70,6 +70,16 @@ type Composition struct {
 	// ContextWindow is the model's context window in tokens; positive
 	// values turn on the editor's context meter (usage_update).
 	ContextWindow int `json:"contextWindow,omitempty"`
+	// Instructions puts the project's and the user's AGENTS.md /
+	// CLAUDE.md into the system prompt.
+	Instructions bool `json:"instructions,omitempty"`
+	// SpillBytes is the tool result size above which the result is saved
+	// to a spill file and the model gets a bounded view (0: never).
+	SpillBytes int `json:"spillBytes,omitempty"`
+	// ToolTimeouts gives every tool call a time budget (nil: none).
+	ToolTimeouts *TimeoutsConfig `json:"toolTimeouts,omitempty"`
+	// Web configures web_fetch and web_search.
+	Web WebConfig `json:"web,omitzero"`
 	// EnvPass and EnvStrip are glob patterns of environment variable
 	// names passed to commands although they look like secrets, and of
 	// further names never passed (bash.EnvPolicy).
@@ -95,7 +105,9 @@ func Builtin(name string) (Composition, bool) {
 		return Composition{Name: "default", Model: DefaultModel, Persona: codingPersona, Hooks: true, RepeatGuard: true, Undo: true, Modes: true,
 			ContextWindow: 131072,
 			Sandbox:       "workspace-write", Approval: "ask",
-			Tools: []string{FamilyFS, FamilyBash, FamilyTodo, FamilyPlan, FamilyAsk, FamilySubagent, FamilyWorkflow}}, true
+			Instructions: true, SpillBytes: capabilities.DefaultSpillCap, ToolTimeouts: &defaultTimeouts,
+			Tools: []string{FamilyFS, FamilyBash, FamilyTodo, FamilyPlan, FamilyAsk, FamilySubagent, FamilyWorkflow,
+				FamilySearch, FamilyWeb, FamilySkills}}, true
 	case "acp-agent":
 		return acpAgent, true
 	case "acp-agent-code-mode":
@@ -159,7 +171,8 @@ func Load(nameOrFile string) (Composition, error) {
 
 // Validate checks the composition's values.
 func (c Composition) Validate() error {
-	known := map[string]bool{FamilyAsk: true, FamilyFS: true, FamilyBash: true, FamilyTodo: true, FamilySubagent: true, FamilyWorkflow: true, FamilyRunCode: true, FamilyPlan: true}
+	known := map[string]bool{FamilyAsk: true, FamilyFS: true, FamilyBash: true, FamilyTodo: true, FamilySubagent: true, FamilyWorkflow: true, FamilyRunCode: true, FamilyPlan: true,
+		FamilySearch: true, FamilyWeb: true, FamilySkills: true}
 	for _, t := range c.Tools {
 		if !known[t] {
 			return fmt.Errorf("composition %s: unknown tool family %q", c.Name, t)
@@ -232,6 +245,12 @@ type Deps struct {
 	Confiner bash.Confiner
 	// LaunchDir is the process launch directory.
 	LaunchDir string
+	// Getenv reads the environment that locates the user's files (skills,
+	// instructions, the spill root); nil means os.Getenv.
+	Getenv func(string) string
+	// SpillRoot holds the sessions' spill directories (empty: spill/
+	// beside the default sessions root).
+	SpillRoot string
 }
 
 // injector is what a background task needs of a session to announce its
@@ -258,7 +277,7 @@ func (c Composition) Registry(env capabilities.Env, deps Deps) *capabilities.Reg
 		if !c.Upstream && c.Sandbox != "" {
 			// File tools obey the session's sandbox mode like bash: writes
 			// under read-only and paths outside the root ask first.
-			opts.Gate = &fs.ModeGate{Mode: c.sessionMode, Approver: deps.Approver, Remember: rememberMode}
+			opts.Gate = spillReads{gate: &fs.ModeGate{Mode: c.sessionMode, Approver: deps.Approver, Remember: rememberMode}, dir: deps.spillDir(env)}
 		}
 		if c.Undo && env != nil {
 			opts.OnChange = func(_ context.Context, ch fs.Change) {
@@ -285,7 +304,8 @@ func (c Composition) Registry(env capabilities.Env, deps Deps) *capabilities.Reg
 	if c.Has(FamilyWorkflow) {
 		tools = append(tools, workflow.Tool{})
 	}
-	return capabilities.NewRegistry(tools...)
+	tools = append(tools, c.toolbox(env, deps)...)
+	return c.finish(capabilities.NewRegistry(tools...), env, deps)
 }
 
 // bashOptions configures the bash family: upstream's timeouts, and a

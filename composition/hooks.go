@@ -9,6 +9,7 @@ import (
 	"github.com/dsh-acp/dsh-acp/agent/pipeline"
 	"github.com/dsh-acp/dsh-acp/approval"
 	"github.com/dsh-acp/dsh-acp/capabilities/guard"
+	"github.com/dsh-acp/dsh-acp/capabilities/instructions"
 	"github.com/dsh-acp/dsh-acp/capabilities/hooks"
 )
 
@@ -33,7 +34,7 @@ func (c Composition) members(o ServerOptions, approvals *approval.Service) membe
 	case c.Hooks:
 		bridges = c.defaultMembers(o, approvals)
 	}
-	if !c.RepeatGuard && bridges == nil {
+	if !c.RepeatGuard && bridges == nil && !c.Instructions {
 		return nil
 	}
 	return func(s pipeline.Session) []any {
@@ -43,6 +44,9 @@ func (c Composition) members(o ServerOptions, approvals *approval.Service) membe
 		}
 		if bridges != nil {
 			ms = append(ms, bridges(s)...)
+		}
+		if c.Instructions {
+			ms = append(ms, &instructions.Nested{})
 		}
 		return ms
 	}

@@ -53,7 +53,7 @@ func (c Composition) NewServer(o ServerOptions) *acp.Server {
 		o.NewID = session.NewID
 	}
 	asker := &lateAsker{}
-	deps := Deps{Asker: asker, Confiner: o.Confiner, LaunchDir: o.LaunchDir}
+	deps := Deps{Asker: asker, Confiner: o.Confiner, LaunchDir: o.LaunchDir, Getenv: o.Getenv}
 	var approvals *approval.Service
 	if c.Approval != "" {
 		approvals = approval.NewService(c.Approval, o.NewID)

@@ -1,0 +1,173 @@
+package composition
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"github.com/dsh-acp/dsh-acp/capabilities"
+	"github.com/dsh-acp/dsh-acp/capabilities/fs"
+	"github.com/dsh-acp/dsh-acp/capabilities/instructions"
+	"github.com/dsh-acp/dsh-acp/capabilities/search"
+	"github.com/dsh-acp/dsh-acp/capabilities/skills"
+	"github.com/dsh-acp/dsh-acp/capabilities/web"
+)
+
+// More tool families (the default composition's toolbox).
+const (
+	FamilySearch = "search" // glob, grep
+	FamilyWeb    = "web"    // web_fetch (+ web_search with a provider)
+	FamilySkills = "skills" // skill, and the skill catalogue
+)
+
+// TimeoutsConfig is the tool time budget policy of a composition
+// (capabilities.Timeouts, in seconds). Zero fields: no budget / no cap.
+type TimeoutsConfig struct {
+	// DefaultSec is the budget of a tool without its own.
+	DefaultSec float64 `json:"defaultSec,omitempty"`
+	// MaxSec caps every budget, a call's timeoutMs included.
+	MaxSec float64 `json:"maxSec,omitempty"`
+	// PerToolSec sets a tool's budget by name; negative: none.
+	PerToolSec map[string]float64 `json:"perToolSec,omitempty"`
+}
+
+// WebConfig configures the web family.
+type WebConfig struct {
+	// MaxBytes caps the bytes read of one page (default 5 MiB).
+	MaxBytes int64 `json:"maxBytes,omitempty"`
+	// TimeoutSec is the default budget of one fetch (default 30).
+	TimeoutSec float64 `json:"timeoutSec,omitempty"`
+	// Search names the web_search provider: "" (none: no web_search
+	// tool) or "brave".
+	Search string `json:"search,omitempty"`
+	// SearchKeyEnv names the variable holding the provider's API key
+	// (default BRAVE_API_KEY).
+	SearchKeyEnv string `json:"searchKeyEnv,omitempty"`
+}
+
+// defaultTimeouts is the default composition's budget policy: a generous
+// backstop for every tool (file tools and web_fetch can wait on an
+// approval), none for the tools that only wait for the user.
+var defaultTimeouts = TimeoutsConfig{DefaultSec: 600, MaxSec: 1800, PerToolSec: map[string]float64{
+	"ask_user_question": -1, "exit_plan_mode": -1, "subagent": 1800, "subagent_fork": 1800, "workflow": 1800,
+}}
+
+func (t TimeoutsConfig) policy() capabilities.Timeouts {
+	p := capabilities.Timeouts{Default: secs(t.DefaultSec), Max: secs(t.MaxSec)}
+	if len(t.PerToolSec) > 0 {
+		p.PerTool = map[string]time.Duration{}
+		for k, v := range t.PerToolSec {
+			if v < 0 {
+				p.PerTool[k] = -1
+			} else {
+				p.PerTool[k] = secs(v)
+			}
+		}
+	}
+	return p
+}
+
+func secs(s float64) time.Duration { return time.Duration(s * float64(time.Second)) }
+
+// getenv is the environment that locates the user's files.
+func (d Deps) getenv() func(string) string {
+	if d.Getenv != nil {
+		return d.Getenv
+	}
+	return os.Getenv
+}
+
+// spillDir is where a session's spilled results go: beside the session
+// store, <state>/dsh-acp/spill/<session id>.
+func (d Deps) spillDir(env capabilities.Env) string {
+	if env == nil || env.Log() == nil {
+		return ""
+	}
+	id := env.Log().Header().ID
+	if id == "" || strings.ContainsAny(id, `/\`) || id == "." || id == ".." {
+		return ""
+	}
+	root := d.SpillRoot
+	if root == "" {
+		root = filepath.Join(filepath.Dir(DefaultSessionsRoot(d.getenv())), "spill")
+	}
+	return filepath.Join(root, id)
+}
+
+// toolbox returns the tools of the search, web and skills families.
+func (c Composition) toolbox(env capabilities.Env, deps Deps) []capabilities.Tool {
+	var tools []capabilities.Tool
+	if c.Has(FamilySearch) {
+		o := search.Options{}
+		if c.Sandbox != "" {
+			confiner := deps.Confiner
+			if confiner == nil {
+				confiner = unconfinable{}
+			}
+			o.Sandbox = &search.Sandboxing{Confiner: confiner, Mode: c.sessionMode, Root: func(call *capabilities.Call) string {
+				if call.Session == nil {
+					return deps.LaunchDir
+				}
+				return call.Session.Cwd()
+			}}
+		}
+		tools = append(tools, search.New(o)...)
+	}
+	if c.Has(FamilyWeb) {
+		o := web.Options{MaxBytes: c.Web.MaxBytes, Timeout: secs(c.Web.TimeoutSec)}
+		if deps.Approver != nil {
+			o.Approver = deps.Approver
+		}
+		if c.Web.Search == "brave" {
+			keyEnv := c.Web.SearchKeyEnv
+			if keyEnv == "" {
+				keyEnv = "BRAVE_API_KEY"
+			}
+			if key := deps.getenv()(keyEnv); key != "" {
+				o.Search = &web.Brave{APIKey: key}
+			}
+		}
+		tools = append(tools, web.New(o)...)
+	}
+	if c.Has(FamilySkills) && env != nil {
+		cat := skills.Load(skills.Dirs(env.Cwd(), deps.getenv())...)
+		if len(cat.Skills) > 0 {
+			tools = append(tools, &skills.Tool{Catalogue: cat})
+		}
+	}
+	return tools
+}
+
+// finish applies the registry-level policies: spill files, time budgets,
+// project instructions.
+func (c Composition) finish(r *capabilities.Registry, env capabilities.Env, deps Deps) *capabilities.Registry {
+	if c.SpillBytes > 0 {
+		r.WithSpill(capabilities.Spill{Cap: c.SpillBytes, Dir: deps.spillDir, Skip: []string{"read"}})
+	}
+	if c.ToolTimeouts != nil {
+		r.WithTimeouts(c.ToolTimeouts.policy())
+	}
+	if c.Instructions && env != nil {
+		files := instructions.Load(env.Cwd(), instructions.Options{UserFiles: instructions.UserCandidates(deps.getenv())})
+		r.WithSections(instructions.Section(files))
+	}
+	return r
+}
+
+// spillReads lets the file tools read the session's spill files (outside
+// the project root) without asking; every other access goes to the mode
+// gate.
+type spillReads struct {
+	gate fs.Gate
+	dir  string
+}
+
+// Check implements fs.Gate.
+func (g spillReads) Check(ctx context.Context, a fs.Access) (bool, error) {
+	if a.Op == fs.OpRead && g.dir != "" && strings.HasPrefix(filepath.Clean(a.Path), g.dir+string(filepath.Separator)) {
+		return false, nil
+	}
+	return g.gate.Check(ctx, a)
+}
