@@ -107,6 +107,12 @@ func (p *presenter) lookup(name string, args json.RawMessage) (capabilities.Tool
 func (p *presenter) renderCall(id string, v capabilities.CallView) ToolCallCard {
 	if p.editor {
 		v.Locations, v.Diffs = p.absLocations(v.Locations), p.absDiffs(v.Diffs)
+		if v.EditorTitle != "" {
+			v.Title = v.EditorTitle
+		}
+		if v.EditorKind != "" {
+			v.ToolKind = v.EditorKind
+		}
 	}
 	card := ToolCallCard{SessionUpdate: "tool_call", ToolCallID: id, Status: "in_progress"}
 	switch v.Kind {
@@ -260,6 +266,9 @@ func (p *presenter) resultView(r session.ToolResult, call *rememberedCall) any {
 		}
 		if p.editor && v.EditorContent != nil {
 			content = textContent(v.EditorContent)
+		}
+		if p.editor && v.StableTitle {
+			v.Title = ""
 		}
 		return ToolCallUpdateCard{SessionUpdate: "tool_call_update", ToolCallID: r.CallID, Status: status, Content: content, Title: v.Title}
 	}

@@ -93,6 +93,9 @@ func (p *presenter) present(ev session.Event) []any {
 		card, view := p.callCard(c)
 		p.calls[c.CallID] = rememberedCall{name: c.Name, args: capabilities.ParseArgs(c.Arguments), view: view}
 		delete(p.announced, c.CallID)
+		if p.editor && view != nil && view.Hidden {
+			return nil
+		}
 		return []any{card}
 	case session.TypeToolResult:
 		var r session.ToolResult
@@ -103,6 +106,9 @@ func (p *presenter) present(ev session.Event) []any {
 		if c, ok := p.calls[r.CallID]; ok {
 			call = &c
 			delete(p.calls, r.CallID)
+			if p.editor && c.view != nil && c.view.Hidden {
+				return nil
+			}
 		} else if b, ok := p.announced[r.CallID]; ok && p.cardOrphans {
 			// Crash repair closed a call whose tool/call was never logged:
 			// it never ran, and the editor never saw its card. Show it.
@@ -150,11 +156,27 @@ func (p *presenter) present(ev session.Event) []any {
 		}
 		entries := make([]PlanEntry, 0, len(t.Todos))
 		for _, td := range t.Todos {
-			entries = append(entries, PlanEntry{Content: td.Content, Priority: "medium", Status: td.Status})
+			entries = append(entries, PlanEntry{Content: td.Content, Priority: p.priority(td.Status), Status: td.Status})
 		}
 		return []any{PlanUpdate{"plan", entries}}
 	}
 	return nil
+}
+
+// priority is a plan entry's priority: upstream's "medium" for all; for
+// editors the task in progress is high and finished ones low, so the plan
+// reads at a glance.
+func (p *presenter) priority(status string) string {
+	if !p.editor {
+		return "medium"
+	}
+	switch status {
+	case "in_progress":
+		return "high"
+	case "completed":
+		return "low"
+	}
+	return "medium"
 }
 
 // AvailableCommand is one slash command in available_commands_update.

@@ -107,6 +107,12 @@ type CallView struct {
 	Command     string
 	Description string
 	Cwd         string
+	// EditorTitle and EditorKind, when set, replace Title and ToolKind in
+	// editors (a question as the title; switch_mode for a plan review).
+	EditorTitle, EditorKind string
+	// Hidden shows editors no card for the call (todo_write: its plan
+	// update is the card).
+	Hidden bool
 }
 
 // ResultView is a tool result's card intent.
@@ -129,6 +135,8 @@ type ResultView struct {
 	// Notes are short lines an editor shows under the output (how the
 	// command ended, what the sandbox denied).
 	Notes []string
+	// StableTitle keeps the call's title in editors (Title is not sent).
+	StableTitle bool
 	// EditorContent, when non-nil, replaces Content in editors (the file
 	// as a code block instead of the model's numbered view).
 	EditorContent []session.Block

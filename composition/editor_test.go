@@ -413,3 +413,56 @@ func TestTerminalCardsShowTheCommandsOutput(t *testing.T) {
 		assert.NotContains(t, shown, "[exit code")
 	}
 }
+
+// The other cards read like the peers': todo_write is the plan alone
+// (priorities by status), a question is titled by itself, and the plan
+// review is a switch_mode card whose title stays.
+func TestOtherCardsForEditors(t *testing.T) {
+	root, ws := t.TempDir(), t.TempDir()
+	p := newProvider()
+	answer := func(method string, _ json.RawMessage) any {
+		if method == "session/request_permission" {
+			return map[string]any{"outcome": map[string]any{"outcome": "selected", "optionId": "choice-0"}}
+		}
+		return nil
+	}
+	srv := serve(t, "default", openStore(t, root), ws, p, map[string]any{}, answer)
+	sid := srv.newSession(t, ws).SessionID
+	p.script("todos", toolCall{Name: "todo_write", Args: `{"todos":[{"content":"a","status":"completed"},{"content":"b","status":"in_progress"},{"content":"c","status":"pending"}]}`})
+	p.script("ask", toolCall{Name: "ask_user_question", Args: `{"questions":[{"id":"q","question":"Which database?","options":[{"label":"Postgres"},{"label":"SQLite"}]}]}`})
+	cards := func(prompt string) []map[string]any {
+		stop, lines := srv.prompt(t, sid, prompt)
+		require.Equal(t, "end_turn", stop)
+		var out []map[string]any
+		for _, u := range updates(lines, sid) {
+			var v map[string]any
+			require.NoError(t, json.Unmarshal([]byte(u), &v))
+			if k := v["sessionUpdate"]; k == "tool_call" || k == "tool_call_update" || k == "plan" {
+				out = append(out, v)
+			}
+		}
+		return out
+	}
+
+	us := cards("todos")
+	require.Len(t, us, 1, "the plan update alone: %v", us)
+	assert.Equal(t, "plan", us[0]["sessionUpdate"])
+	var prios []any
+	for _, e := range us[0]["entries"].([]any) {
+		prios = append(prios, e.(map[string]any)["priority"])
+	}
+	assert.Equal(t, []any{"low", "high", "medium"}, prios)
+
+	us = cards("ask")
+	require.Len(t, us, 2)
+	assert.Equal(t, "Which database?", us[0]["title"])
+
+	srv.setMode(t, sid, "plan")
+	p.script("present the plan", exitPlan())
+	us = cards("present the plan")
+	require.Len(t, us, 2)
+	assert.Equal(t, "switch_mode", us[0]["kind"])
+	assert.Equal(t, "Tidy up", us[0]["title"])
+	assert.NotContains(t, us[1], "title", "the title stays")
+	assert.Equal(t, "completed", us[1]["status"])
+}

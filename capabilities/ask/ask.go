@@ -5,6 +5,7 @@ package ask
 import (
 	"context"
 	"encoding/json"
+	"strconv"
 
 	"github.com/dsh-acp/dsh-acp/capabilities"
 	"github.com/dsh-acp/dsh-acp/internal/jsonx"
@@ -40,6 +41,30 @@ func (Tool) Schema() *capabilities.Schema {
 		capabilities.Opt("multi_select", capabilities.Boolean("Allow choosing several options.")),
 	)
 	return capabilities.Object(capabilities.Req("questions", capabilities.Array("The questions, asked in order.", question)))
+}
+
+// PresentCall implements capabilities.CallPresenter: upstream's card
+// (titled by the tool, its arguments as rawInput), titled by the question
+// in editors.
+func (Tool) PresentCall(args json.RawMessage) capabilities.CallView {
+	var a struct {
+		Questions []struct {
+			Question string `json:"question"`
+			Header   string `json:"header"`
+		} `json:"questions"`
+	}
+	_ = json.Unmarshal(args, &a)
+	v := capabilities.CallView{Kind: capabilities.ViewGeneric, Title: "ask_user_question", ToolKind: "other", RawInput: args}
+	switch {
+	case len(a.Questions) == 1:
+		v.EditorTitle = a.Questions[0].Question
+	case len(a.Questions) > 1:
+		v.EditorTitle = a.Questions[0].Question + " (and " + strconv.Itoa(len(a.Questions)-1) + " more)"
+	}
+	if len(a.Questions) > 0 && a.Questions[0].Header != "" {
+		v.EditorTitle = a.Questions[0].Header + ": " + v.EditorTitle
+	}
+	return v
 }
 
 // Run implements capabilities.Tool.

@@ -105,10 +105,10 @@ func (Tool) PresentCall(args json.RawMessage) capabilities.CallView {
 	if m := heading.FindStringSubmatch(a.Plan); m != nil {
 		title = m[1]
 	}
-	return capabilities.CallView{Kind: capabilities.ViewGeneric, Title: title, ToolKind: "other", Content: []string{a.Plan}}
+	return capabilities.CallView{Kind: capabilities.ViewGeneric, Title: title, ToolKind: "other", Content: []string{a.Plan}, EditorKind: "switch_mode"}
 }
 
 // PresentResult implements capabilities.ResultPresenter.
 func (Tool) PresentResult(_ json.RawMessage, r session.ToolResult) capabilities.ResultView {
-	return capabilities.ResultView{Kind: capabilities.ViewGeneric, Title: "Plan review", Content: r.Content}
+	return capabilities.ResultView{Kind: capabilities.ViewGeneric, Title: "Plan review", Content: r.Content, StableTitle: true}
 }
