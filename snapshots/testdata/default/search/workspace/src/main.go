@@ -1,0 +1,4 @@
+package main
+
+// TODO: handle errors
+func main() {}
