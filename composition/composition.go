@@ -299,10 +299,17 @@ func (c Composition) Registry(env capabilities.Env, deps Deps) *capabilities.Reg
 		tools = append(tools, plan.Tool{Asker: deps.Asker})
 	}
 	if c.Has(FamilySubagent) {
-		tools = append(tools, subagent.Tool{}, subagent.Tool{Fork: true})
+		if c.Upstream {
+			tools = append(tools, subagent.Tool{}, subagent.Tool{Fork: true})
+		} else {
+			// Editor users see what the children do on the call's card.
+			card := &subagent.Card{}
+			tools = append(tools, subagent.EditorTool{Tool: subagent.Tool{Progress: card}},
+				subagent.EditorTool{Tool: subagent.Tool{Fork: true, Progress: card}})
+		}
 	}
 	if c.Has(FamilyWorkflow) {
-		tools = append(tools, workflow.Tool{})
+		tools = append(tools, workflow.Tool{Progress: !c.Upstream})
 	}
 	tools = append(tools, c.toolbox(env, deps)...)
 	return c.finish(capabilities.NewRegistry(tools...), env, deps)

@@ -230,3 +230,58 @@ func TestManySequentialChildrenEachWriteTheirLog(t *testing.T) {
 	}
 	assert.Len(t, env.Children(t, parent.ID()), 5)
 }
+
+type echoTool struct{}
+
+func (echoTool) Name() string        { return "echo" }
+func (echoTool) Description() string { return "echo" }
+func (echoTool) Schema() *capabilities.Schema {
+	return capabilities.Object(capabilities.Opt("path", capabilities.String("p")))
+}
+func (echoTool) Run(context.Context, *capabilities.Call) (capabilities.Result, error) {
+	return capabilities.TextResult("echoed"), nil
+}
+
+func TestCardShowsTheChildsProgressInTheParentsLog(t *testing.T) {
+	card := &subagent.Card{}
+	m := func(req *llm.Request) childtest.Reply {
+		if childtest.LastUser(req) == "USE echo" {
+			if childtest.LastIsToolResult(req) {
+				return childtest.Reply{Text: "finished: " + strings.Repeat("x", 500)}
+			}
+			return childtest.Reply{Text: "looking", Calls: []childtest.Call{{Name: "echo", Args: `{"path":"a.txt"}`}}}
+		}
+		return model(req)
+	}
+	env := childtest.New(t, m, func(capabilities.Env) []capabilities.Tool {
+		return []capabilities.Tool{subagent.Tool{Progress: card}, echoTool{}}
+	})
+	parent := env.Session(t)
+	require.Equal(t, session.EndCompleted, parent.Prompt(context.Background(), "DELEGATE subagent USE echo").Kind)
+	var shown []string
+	var callID string
+	for _, e := range parent.Log().Events() {
+		switch e.Type {
+		case session.TypeToolCall:
+			var tc session.ToolCall
+			require.NoError(t, e.Decode(&tc))
+			callID = tc.CallID
+		case session.TypeToolProgress:
+			var p session.ToolProgress
+			require.NoError(t, e.Decode(&p))
+			assert.Equal(t, callID, p.CallID)
+			assert.Equal(t, 1, p.Turn)
+			assert.Equal(t, 1, p.Step)
+			shown = append(shown, p.Content[0].Text)
+		}
+	}
+	require.GreaterOrEqual(t, len(shown), 3, "%q", shown)
+	assert.Equal(t, "looking", shown[0])
+	assert.Equal(t, "⋯ echo: a.txt\n\nlooking", shown[1])
+	assert.Equal(t, "✓ echo: a.txt\n\nlooking", shown[2])
+	last := shown[len(shown)-1]
+	assert.True(t, strings.HasPrefix(last, "✓ echo: a.txt\n\n…"), last)
+	assert.Len(t, []rune(last), len([]rune("✓ echo: a.txt\n\n…"))+400, "the answer's tail is cut")
+	text, _ := toolResult(t, parent.Log())
+	assert.True(t, strings.HasPrefix(text, "finished: "))
+}

@@ -28,6 +28,8 @@ type Tool struct {
 type Progress interface {
 	// Child is called for every event the child appends, in order.
 	Child(call *capabilities.Call, childID string, e session.Event)
+	// Done is called once the call's child is finished.
+	Done(callID string)
 }
 
 // Name implements capabilities.Tool.
@@ -74,6 +76,7 @@ func (t Tool) Run(ctx context.Context, call *capabilities.Call) (capabilities.Re
 		var id string
 		r.OnStart = func(child string) { id = child }
 		r.Observe = func(e session.Event) { t.Progress.Child(call, id, e) }
+		defer t.Progress.Done(call.CallID)
 	}
 	out, err := Run(ctx, sp, r)
 	if err != nil {
@@ -86,4 +89,22 @@ func (t Tool) Run(ctx context.Context, call *capabilities.Call) (capabilities.Re
 		return capabilities.Result{}, errors.New(ErrDeclined)
 	}
 	return capabilities.TextResult(out.Text), nil
+}
+
+// EditorTool is Tool with a card of its own for editor users (the default
+// composition): titled by the task's description, kind "think", instead
+// of upstream's generic "subagent" card.
+type EditorTool struct{ Tool }
+
+// PresentCall implements capabilities.CallPresenter.
+func (t EditorTool) PresentCall(args json.RawMessage) capabilities.CallView {
+	var a struct {
+		Description string `json:"description"`
+	}
+	_ = json.Unmarshal(args, &a)
+	title := "Subagent: " + a.Description
+	if t.Fork {
+		title = "Forked subagent: " + a.Description
+	}
+	return capabilities.CallView{Kind: capabilities.ViewGeneric, Title: title, ToolKind: "think", RawInput: args}
 }

@@ -46,8 +46,10 @@ type Config struct {
 	SyncLimit time.Duration
 	// Grace bounds the wait for children after the run settles.
 	Grace time.Duration
-	// OnAgent, when set, is told about each child as it starts and ends
-	// (progress; upstream's bus-only workflow/agent-* events).
+	// OnAgent, when set, is told about each child when agent() starts it
+	// (on the run's goroutine, in call order) and when it ends (on the
+	// child's goroutine): progress, like upstream's bus-only
+	// workflow/agent-* events.
 	OnAgent func(AgentEvent)
 }
 
@@ -443,7 +445,11 @@ func (r *run) agent(call goja.FunctionCall) goja.Value {
 	promise, resolve, reject := vm.NewPromise()
 	r.children.Add(1)
 	r.pending.Add(1)
-	go r.runChild(req, AgentEvent{Index: index, Label: label, Phase: phase}, resolve, reject)
+	ev := AgentEvent{Index: index, Label: label, Phase: phase}
+	if r.cfg.OnAgent != nil {
+		r.cfg.OnAgent(ev) // in call order, on the realm's goroutine
+	}
+	go r.runChild(req, ev, resolve, reject)
 	return vm.ToValue(promise)
 }
 
@@ -458,9 +464,6 @@ func (r *run) runChild(req subagent.Request, ev AgentEvent, resolve, reject func
 			return resolve(nil)
 		})
 		return
-	}
-	if r.cfg.OnAgent != nil {
-		r.cfg.OnAgent(ev)
 	}
 	out, err := subagent.Run(r.ctx, r.sp, req)
 	<-r.sem

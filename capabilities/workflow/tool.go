@@ -11,10 +11,12 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"sync"
 	"unicode/utf16"
 
 	"github.com/dsh-acp/dsh-acp/capabilities"
 	"github.com/dsh-acp/dsh-acp/internal/jsonx"
+	"github.com/dsh-acp/dsh-acp/session"
 )
 
 // Name is the tool's wire name.
@@ -30,6 +32,9 @@ const maxResultChars = 50000
 type Tool struct {
 	// Engine sets the engine's limits.
 	Engine Config
+	// Progress logs the run's agents as tool/progress while it runs (the
+	// default composition's live card); upstream shows nothing.
+	Progress bool
 }
 
 // Name implements capabilities.Tool.
@@ -105,7 +110,11 @@ func (t Tool) Run(ctx context.Context, call *capabilities.Call) (capabilities.Re
 		Name string `json:"name"`
 	}
 	_ = json.Unmarshal(a.Meta, &meta)
-	out, err := t.Engine.Run(ctx, sp, a.Script, a.Args)
+	cfg := t.Engine
+	if t.Progress && call.Session != nil && call.Session.Log() != nil {
+		cfg.OnAgent = progress(call, cfg.OnAgent)
+	}
+	out, err := cfg.Run(ctx, sp, a.Script, a.Args)
 	if err != nil {
 		return capabilities.Result{}, err
 	}
@@ -225,4 +234,64 @@ func objectMembers(raw json.RawMessage) ([]string, []json.RawMessage, bool) {
 		vals = append(vals, v)
 	}
 	return keys, vals, true
+}
+
+// progress returns an OnAgent that logs the run as the call's
+// tool/progress: the phase, how many of the started agents are done (and
+// failed), and their labels in call order. Counts, not per-agent states,
+// so the card does not depend on which parallel child finishes first.
+func progress(call *capabilities.Call, next func(AgentEvent)) func(AgentEvent) {
+	log := call.Session.Log()
+	turn, step := 0, 0
+	events := log.Events()
+	for i := len(events) - 1; i >= 0; i-- {
+		var tc session.ToolCall
+		if events[i].Type == session.TypeToolCall && events[i].Decode(&tc) == nil && tc.CallID == call.CallID {
+			turn, step = tc.Turn, tc.Step
+			break
+		}
+	}
+	var mu sync.Mutex
+	var labels []string
+	var done, failed int
+	phase := ""
+	return func(ev AgentEvent) {
+		if next != nil {
+			next(ev)
+		}
+		mu.Lock()
+		defer mu.Unlock()
+		switch {
+		case !ev.Done:
+			labels = append(labels, ev.Label)
+			phase = ev.Phase
+		case ev.Stop == "completed":
+			done++
+		default:
+			done++
+			failed++
+		}
+		var b strings.Builder
+		if phase != "" {
+			b.WriteString(phase + " — ")
+		}
+		unit := "agents"
+		if len(labels) == 1 {
+			unit = "agent"
+		}
+		fmt.Fprintf(&b, "%d of %d %s done", done, len(labels), unit)
+		if failed > 0 {
+			fmt.Fprintf(&b, ", %d failed", failed)
+		}
+		const shown = 12
+		for i, l := range labels {
+			if i == shown {
+				fmt.Fprintf(&b, "\n… %d more", len(labels)-shown)
+				break
+			}
+			b.WriteString("\n• " + l)
+		}
+		log.Append(session.TypeToolProgress, session.ToolProgress{Turn: turn, Step: step, CallID: call.CallID,
+			Content: []session.Block{session.TextBlock(b.String())}})
+	}
 }

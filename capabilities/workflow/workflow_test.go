@@ -15,6 +15,7 @@ import (
 	"github.com/dsh-acp/dsh-acp/capabilities"
 	"github.com/dsh-acp/dsh-acp/capabilities/subagent/childtest"
 	"github.com/dsh-acp/dsh-acp/capabilities/workflow"
+	"github.com/dsh-acp/dsh-acp/session"
 )
 
 // model: a child answers "ECHO x" with x, "ERR" with a failed finish,
@@ -234,4 +235,27 @@ func TestCardShowsTheWorkflowName(t *testing.T) {
 	v := workflow.Tool{}.PresentCall(json.RawMessage(`{"meta":{"name":"snapshot-flow","description":"d"},"script":"return 1"}`))
 	assert.Equal(t, "workflow: snapshot-flow", v.Title)
 	assert.Equal(t, `"return 1"`, string(v.RawInput))
+}
+
+func TestProgressCountsAgentsInCallOrder(t *testing.T) {
+	f := newFixture(t, workflow.Config{})
+	reg := capabilities.NewRegistry(workflow.Tool{Progress: true})
+	raw := `{"meta":{"name":"p","description":"d"},"script":"phase('Run'); return await parallel([() => agent('ECHO 1', {label: 'a'}), () => agent('ERR', {label: 'b'})])"}`
+	before := f.parent.Log().Len()
+	out := reg.Execute(context.Background(), f.parent, "call-9", workflow.Name, raw)
+	require.False(t, out.IsError, out.Content[0].Text)
+	var shown []string
+	for _, e := range f.parent.Log().Events()[before:] {
+		if e.Type == session.TypeToolProgress {
+			var p session.ToolProgress
+			require.NoError(t, e.Decode(&p))
+			assert.Equal(t, "call-9", p.CallID)
+			shown = append(shown, p.Content[0].Text)
+		}
+	}
+	require.Len(t, shown, 4)
+	assert.Equal(t, "Run — 0 of 1 agent done\n• a", shown[0])
+	assert.Equal(t, "Run — 0 of 2 agents done\n• a\n• b", shown[1])
+	assert.Contains(t, []string{"Run — 1 of 2 agents done\n• a\n• b", "Run — 1 of 2 agents done, 1 failed\n• a\n• b"}, shown[2])
+	assert.Equal(t, "Run — 2 of 2 agents done, 1 failed\n• a\n• b", shown[3])
 }
