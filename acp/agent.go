@@ -86,6 +86,14 @@ type Options struct {
 	// OfferAllowAlways adds an "Always allow in this session" option to
 	// permission requests (upstream offers allow-once and reject only).
 	OfferAllowAlways bool
+	// PromptContext turns the context an editor attaches to a prompt into
+	// text for the model: an embedded resource's text, and a
+	// resource_link to a local file the file's content (bounded, the path
+	// named); embeddedContext is advertised. An image or audio block gets
+	// a message saying the model does not take it. Upstream rejects
+	// everything but text and resource_link, and passes a link on as
+	// "[resource_link name=… uri=…]" (acp-bridge § 5).
+	PromptContext bool
 	// EditorCards renders tool cards for editors: every path the editor
 	// sees (locations, diff paths) absolute, resolved against the session
 	// cwd when the model gave a relative one (ACP requires absolute

@@ -26,7 +26,7 @@ func (s *Server) initialize(params json.RawMessage) (any, error) {
 		AgentInfo:       Implementation{Name: s.opts.AgentName, Title: s.opts.AgentTitle, Version: s.opts.AgentVersion},
 		AgentCapabilities: AgentCapabilities{
 			LoadSession:         true,
-			PromptCapabilities:  PromptCapabilities{},
+			PromptCapabilities:  PromptCapabilities{EmbeddedContext: s.opts.PromptContext},
 			SessionCapabilities: sc,
 		},
 		AuthMethods: []json.RawMessage{},

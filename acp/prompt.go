@@ -33,7 +33,15 @@ func (s *Server) prompt(ctx context.Context, id jsonrpc2.ID, params json.RawMess
 		s.mu.Unlock()
 		return nil, invalidParams("a prompt is already in flight for this session")
 	}
-	text, err := flatten(req.Prompt, s.maxPrompt())
+	blocks := req.Prompt
+	if s.opts.PromptContext {
+		var err error
+		if blocks, err = withContext(blocks, ls.s.Log().Header().Cwd); err != nil {
+			s.mu.Unlock()
+			return nil, err
+		}
+	}
+	text, err := flatten(blocks, s.maxPrompt())
 	if err != nil {
 		s.mu.Unlock()
 		return nil, err

@@ -129,10 +129,21 @@ type LoadSessionResponse struct {
 
 // ContentBlock is an inbound prompt content block.
 type ContentBlock struct {
-	Type string `json:"type"`
-	Text string `json:"text,omitempty"`
-	Name string `json:"name,omitempty"`
-	URI  string `json:"uri,omitempty"`
+	Type     string            `json:"type"`
+	Text     string            `json:"text,omitempty"`
+	Name     string            `json:"name,omitempty"`
+	URI      string            `json:"uri,omitempty"`
+	MimeType string            `json:"mimeType,omitempty"`
+	Resource *EmbeddedResource `json:"resource,omitempty"`
+}
+
+// EmbeddedResource is the resource of a "resource" prompt block (text or
+// blob contents).
+type EmbeddedResource struct {
+	URI      string `json:"uri"`
+	Text     string `json:"text,omitempty"`
+	Blob     string `json:"blob,omitempty"`
+	MimeType string `json:"mimeType,omitempty"`
 }
 
 // PromptRequest is the params of session/prompt.

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"net/http"
 	"net/http/httptest"
+	"os"
 	"path/filepath"
 	"strings"
 	"sync/atomic"
@@ -465,4 +466,49 @@ func TestOtherCardsForEditors(t *testing.T) {
 	assert.Equal(t, "Tidy up", us[0]["title"])
 	assert.NotContains(t, us[1], "title", "the title stays")
 	assert.Equal(t, "completed", us[1]["status"])
+}
+
+// Context the editor attaches reaches the model as the files' content,
+// named by path: an @-mention (resource_link) of a project file and an
+// embedded resource; embeddedContext is advertised; an image gets a clear
+// refusal.
+func TestPromptContextReachesTheModel(t *testing.T) {
+	root, ws := t.TempDir(), t.TempDir()
+	require.NoError(t, os.WriteFile(filepath.Join(ws, "main.go"), []byte("package main\n\nfunc main() {}\n"), 0o644))
+	p := newProvider()
+	srv := serve(t, "default", openStore(t, root), ws, p, map[string]any{}, nil)
+	var init struct {
+		Result struct {
+			AgentCapabilities struct {
+				PromptCapabilities struct{ Image, EmbeddedContext bool } `json:"promptCapabilities"`
+			} `json:"agentCapabilities"`
+		} `json:"result"`
+	}
+	require.NoError(t, json.Unmarshal([]byte(srv.c.snapshot()[0]), &init))
+	assert.True(t, init.Result.AgentCapabilities.PromptCapabilities.EmbeddedContext)
+	assert.False(t, init.Result.AgentCapabilities.PromptCapabilities.Image)
+
+	sid := srv.newSession(t, ws).SessionID
+	_, ch := srv.c.request("session/prompt", map[string]any{"sessionId": sid, "prompt": []map[string]any{
+		{"type": "text", "text": "explain "},
+		{"type": "resource_link", "name": "main.go", "uri": "file://" + filepath.Join(ws, "main.go")},
+		{"type": "text", "text": " and "},
+		{"type": "resource", "resource": map[string]any{"uri": "file:///elsewhere/notes.md", "text": "# Notes\nkeep it short", "mimeType": "text/markdown"}},
+		{"type": "resource_link", "name": "gone.txt", "uri": "file://" + filepath.Join(ws, "gone.txt")},
+	}})
+	f := srv.c.await(ch, "session/prompt")
+	require.Empty(t, string(f.Error))
+	reqs := p.requestsFor(sid)
+	require.Len(t, reqs, 1)
+	last := reqs[0].Messages[len(reqs[0].Messages)-1]
+	text := last.Content[0].Text
+	assert.Contains(t, text, "explain \n<file path=\""+filepath.Join(ws, "main.go")+"\">\npackage main\n\nfunc main() {}\n</file>\n and ")
+	assert.Contains(t, text, "<file path=\"/elsewhere/notes.md\">\n# Notes\nkeep it short\n</file>")
+	assert.Contains(t, text, "[linked: "+filepath.Join(ws, "gone.txt")+", not readable: no such file]")
+
+	_, ch = srv.c.request("session/prompt", map[string]any{"sessionId": sid, "prompt": []map[string]any{
+		{"type": "text", "text": "what is this?"}, {"type": "image", "mimeType": "image/png", "data": "iVBORw0KGgo="},
+	}})
+	f = srv.c.await(ch, "session/prompt")
+	assert.Contains(t, string(f.Error), "does not take image input")
 }

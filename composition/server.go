@@ -97,6 +97,7 @@ func (c Composition) NewServer(o ServerOptions) *acp.Server {
 		OfferAllowAlways:    !c.Upstream,
 		DetailedPermissions: !c.Upstream,
 		EditorCards:         !c.Upstream,
+		PromptContext:       !c.Upstream,
 		ListSessions:        !c.Upstream,
 		CancelAfterTeardown: !c.Upstream,
 		CheckCwd:            !c.Upstream,
