@@ -150,7 +150,8 @@ type Env struct {
 	Provider *Provider
 }
 
-// New builds a runtime whose sessions get tools(env) and answer from m.
+// New builds a runtime whose sessions get tools(env), answer from m and
+// persist in a JSONL store.
 func New(tb testing.TB, m Model, tools func(capabilities.Env) []capabilities.Tool) *Env {
 	tb.Helper()
 	root := tb.TempDir()
@@ -159,12 +160,27 @@ func New(tb testing.TB, m Model, tools func(capabilities.Env) []capabilities.Too
 		tb.Fatal(err)
 	}
 	tb.Cleanup(func() { _ = st.Close() })
+	return build(st, root, m, tools)
+}
+
+// NewMemory is New without a store: logs stay in memory (benchmarks of
+// the agent's own overhead, without the disk).
+func NewMemory(tb testing.TB, m Model, tools func(capabilities.Env) []capabilities.Tool) *Env {
+	tb.Helper()
+	return build(nil, "", m, tools)
+}
+
+func build(st *jsonl.Store, root string, m Model, tools func(capabilities.Env) []capabilities.Tool) *Env {
 	p := &Provider{Model: m}
 	var n atomic.Int64
+	var store session.Store
+	if st != nil {
+		store = st
+	}
 	rt := agent.NewRuntime(agent.Config{
 		Model:    "test-model",
 		Provider: p,
-		Store:    st,
+		Store:    store,
 		Clock:    func() int64 { return n.Add(1) },
 		NewID:    session.NewID,
 		Tools: func(env capabilities.Env) *capabilities.Registry {
