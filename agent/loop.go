@@ -144,7 +144,7 @@ func (s *Session) abortEnd(ctx context.Context) session.EndReason {
 
 // runSteps runs steps until the model stops calling tools or a step fails.
 func (s *Session) runSteps(ctx context.Context, turn int) session.EndReason {
-	maxTokens := false
+	maxTokens, retried := false, false
 	for step := 1; ; step++ {
 		if ctx.Err() != nil {
 			return s.abortEnd(ctx)
@@ -203,8 +203,17 @@ func (s *Session) runSteps(ctx context.Context, turn int) session.EndReason {
 
 		content := asm.Content()
 		finish := asm.Finish()
+		if s.rt.cfg.RetryEmpty && !retried && emptyAnswer(content, finish) {
+			retried = true
+			s.notice(ref, EmptyRetryNotice)
+			s.log.Append(session.TypeStepEnd, ref)
+			continue
+		}
 		if finish.Kind == llm.FinishMaxTokens {
 			maxTokens = true
+			if dropped := droppedCalls(content); len(dropped) > 0 && s.rt.cfg.NoticeDroppedCalls {
+				s.notice(ref, droppedNotice(dropped))
+			}
 			kept := content[:0:0]
 			for _, b := range content {
 				if b.Type != session.BlockToolCall {
@@ -236,8 +245,16 @@ func (s *Session) runSteps(ctx context.Context, turn int) session.EndReason {
 
 		calls := 0
 		var contexts []*pipeline.Context
-		for _, b := range content {
-			if b.Type != session.BlockToolCall {
+		blocks := toolCalls(content)
+		for j := 0; j < len(blocks); j++ {
+			b := blocks[j]
+			if n := s.batchAt(blocks, j, oversized); n >= 2 {
+				contexts = append(contexts, s.runBatch(ctx, turn, step, blocks[j:j+n])...)
+				calls += n
+				j += n - 1
+				if ctx.Err() != nil {
+					break
+				}
 				continue
 			}
 			calls++

@@ -47,6 +47,15 @@ type Config struct {
 	Modes []ModeDef
 	// Commands are the slash commands the agent handles itself.
 	Commands []Command
+	// ParallelTools names read-only tools whose consecutive calls in one
+	// step run concurrently (results logged in call order); nil: every
+	// call runs on its own, as upstream.
+	ParallelTools []string
+	// RetryEmpty asks the model once more when a step's answer is empty.
+	RetryEmpty bool
+	// NoticeDroppedCalls tells the user when an answer cut at max tokens
+	// dropped a tool call.
+	NoticeDroppedCalls bool
 	// ModelKnobs gives each session a model and a thinking knob (logged
 	// model/set and model/thinking events); off, every request names
 	// Model.

@@ -80,6 +80,11 @@ type Composition struct {
 	ToolTimeouts *TimeoutsConfig `json:"toolTimeouts,omitempty"`
 	// Web configures web_fetch and web_search.
 	Web WebConfig `json:"web,omitzero"`
+	// ParallelTools names read-only tools whose consecutive calls in one
+	// step run concurrently; Hygiene also retries an empty answer once
+	// and says when a max-tokens cut dropped a tool call.
+	ParallelTools []string `json:"parallelTools,omitempty"`
+	Hygiene       bool     `json:"hygiene,omitempty"`
 	// EnvPass and EnvStrip are glob patterns of environment variable
 	// names passed to commands although they look like secrets, and of
 	// further names never passed (bash.EnvPolicy).
@@ -106,6 +111,7 @@ func Builtin(name string) (Composition, bool) {
 			ContextWindow: 131072,
 			Sandbox:       "workspace-write", Approval: "ask",
 			Instructions: true, SpillBytes: capabilities.DefaultSpillCap, ToolTimeouts: &defaultTimeouts,
+			ParallelTools: []string{"read", "glob", "grep", "web_fetch"}, Hygiene: true,
 			Tools: []string{FamilyFS, FamilyBash, FamilyTodo, FamilyPlan, FamilyAsk, FamilySubagent, FamilyWorkflow,
 				FamilySearch, FamilyWeb, FamilySkills}}, true
 	case "acp-agent":

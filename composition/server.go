@@ -69,15 +69,19 @@ func (c Composition) NewServer(o ServerOptions) *acp.Server {
 		Sections: c.Sections(),
 		Log:      o.Log,
 
-		SandboxDefault:  c.Sandbox,
-		Approval:        approvals,
-		Modes:           c.ModeDefs(),
-		Commands:        c.Commands(),
-		DurableKnobs:    !c.Upstream,
-		ModelKnobs:      !c.Upstream,
-		MaxSteps:        o.MaxSteps,
-		MaxToolArgBytes: o.Limits.MaxToolArgBytes,
-		Members:         c.members(o, approvals),
+		SandboxDefault: c.Sandbox,
+		Approval:       approvals,
+		Modes:          c.ModeDefs(),
+		Commands:       c.Commands(),
+		DurableKnobs:   !c.Upstream,
+		ModelKnobs:     !c.Upstream,
+		MaxSteps:       o.MaxSteps,
+
+		ParallelTools:      c.ParallelTools,
+		RetryEmpty:         c.Hygiene,
+		NoticeDroppedCalls: c.Hygiene,
+		MaxToolArgBytes:    o.Limits.MaxToolArgBytes,
+		Members:            c.members(o, approvals),
 	})
 	var models func(context.Context) []acp.ModelChoice
 	if !c.Upstream {
