@@ -2,6 +2,7 @@ package acp
 
 import (
 	"context"
+	"strings"
 
 	"github.com/dsh-acp/dsh-acp/agent"
 	"github.com/dsh-acp/dsh-acp/capabilities"
@@ -94,6 +95,20 @@ type Options struct {
 	// everything but text and resource_link, and passes a link on as
 	// "[resource_link name=… uri=…]" (acp-bridge § 5).
 	PromptContext bool
+	// EnvAuth advertises the API key variable as an env_var auth method;
+	// authenticate, and session/new for a client that advertised auth
+	// capabilities, answer auth_required while it is unset, saying what
+	// to set (other clients learn it from the first prompt's error). Nil:
+	// authMethods is [] and authenticate a no-op, as upstream.
+	EnvAuth *EnvAuth
+	// PromptCommands lists a project's prompt commands (cwd: the
+	// session's): slash commands whose text, expanded, is sent to the
+	// model as the user's prompt. They are advertised after the session's
+	// own commands, which win a name clash. Nil: none.
+	PromptCommands func(cwd string) []PromptCommand
+	// Grants, with DetailedPermissions, remembers "always allow in this
+	// project" answers (nil: not offered).
+	Grants ProjectGrants
 	// EditorCards renders tool cards for editors: every path the editor
 	// sees (locations, diff paths) absolute, resolved against the session
 	// cwd when the model gave a relative one (ACP requires absolute
@@ -141,6 +156,36 @@ type Options struct {
 	// MaxPromptBytes bounds the text of one session/prompt across its
 	// blocks (0: DefaultMaxPromptBytes, 4 MiB); a larger prompt is -32602.
 	MaxPromptBytes int
+}
+
+// PromptCommand is a slash command that expands to a prompt for the model
+// (/init, the user's .claude/commands and Codex prompts).
+type PromptCommand struct {
+	// Name is the command without the slash; Description is shown in the
+	// editor's menu; Hint describes the arguments ("" when none).
+	Name, Description, Hint string
+	// Template is the prompt; $ARGUMENTS is replaced by the arguments
+	// (appended when the template does not mention them).
+	Template string
+}
+
+// Expand returns the prompt for args.
+func (c PromptCommand) Expand(args string) string {
+	if strings.Contains(c.Template, "$ARGUMENTS") {
+		return strings.ReplaceAll(c.Template, "$ARGUMENTS", args)
+	}
+	if args == "" {
+		return c.Template
+	}
+	return c.Template + "\n\nArguments: " + args
+}
+
+// ProjectGrants remembers what the user always allows in a project.
+type ProjectGrants interface {
+	// Granted reports whether scope was always allowed in project.
+	Granted(project, scope string) bool
+	// Grant remembers scope for project.
+	Grant(project, scope string) error
 }
 
 // ModelChoice is one model the Model option offers.

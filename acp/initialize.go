@@ -16,6 +16,7 @@ func (s *Server) initialize(params json.RawMessage) (any, error) {
 	s.mu.Lock()
 	s.terminalOutput = terminal
 	s.elicitation = req.ClientCapabilities.Elicitation != nil && req.ClientCapabilities.Elicitation.Form != nil
+	s.authAware = len(req.ClientCapabilities.Auth) > 0 && string(req.ClientCapabilities.Auth) != "null"
 	s.mu.Unlock()
 	var sc *SessionCapabilities
 	if s.opts.ListSessions {
@@ -29,6 +30,6 @@ func (s *Server) initialize(params json.RawMessage) (any, error) {
 			PromptCapabilities:  PromptCapabilities{EmbeddedContext: s.opts.PromptContext},
 			SessionCapabilities: sc,
 		},
-		AuthMethods: []json.RawMessage{},
+		AuthMethods: s.authMethods(),
 	}, nil
 }

@@ -166,3 +166,25 @@ func fetchHost(reason string) string {
 	host, _, _ := strings.Cut(rest, " ")
 	return host
 }
+
+// projectScope is what "always allow in this project" would cover for a
+// request, and the option's name ("" when the request has no such
+// scope): one command at one sandbox level, or file writes.
+func projectScope(req approval.Request, title string) (scope, name string) {
+	if mode, _, ok := escalation(req); ok && title != "" {
+		return "run:" + mode + ":" + title, "Always allow `" + clipRunes(title, 60) + "` with " + sandboxName(mode) + " in this project"
+	}
+	if req.ToolName != "hooks" && strings.Contains(req.Reason, "the sandbox is read-only") && !strings.Contains(req.Reason, "outside the session root") {
+		return "write", "Always allow writes in this project"
+	}
+	return "", ""
+}
+
+// clipRunes shortens s to n runes with an ellipsis.
+func clipRunes(s string, n int) string {
+	r := []rune(s)
+	if len(r) <= n {
+		return s
+	}
+	return string(r[:n-1]) + "…"
+}

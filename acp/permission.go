@@ -59,10 +59,21 @@ func (s *Server) Answer(ctx context.Context, sessionID string, req approval.Requ
 		}
 		params.Options = append(params.Options, PermissionOption{OptionID: "allow-always", Name: name, Kind: "allow_always"})
 	}
-	params.Options = append(params.Options, PermissionOption{OptionID: "reject-once", Name: "Reject", Kind: "reject_once"})
+	var scope, project string
 	if s.opts.DetailedPermissions {
 		params.ToolCall = s.permissionCall(ls, req)
+		if s.opts.Grants != nil {
+			project = ls.s.Log().Header().Cwd
+			var name string
+			if scope, name = projectScope(req, params.ToolCall.Title); scope != "" {
+				if s.opts.Grants.Granted(project, scope) {
+					return approval.AllowedOnce, true, nil
+				}
+				params.Options = append(params.Options, PermissionOption{OptionID: "allow-project", Name: name, Kind: "allow_always"})
+			}
+		}
 	}
+	params.Options = append(params.Options, PermissionOption{OptionID: "reject-once", Name: "Reject", Kind: "reject_once"})
 	out, err := s.requestPermission(ctx, params)
 	if err != nil {
 		return approval.Unavailable, true, nil
@@ -78,6 +89,11 @@ func (s *Server) Answer(ctx context.Context, sessionID string, req approval.Requ
 		return approval.AllowedOnce, true, nil
 	case out.Outcome == "selected" && out.OptionID == "allow-always" && s.opts.OfferAllowAlways:
 		return approval.AllowedAlways, true, nil
+	case out.Outcome == "selected" && out.OptionID == "allow-project" && scope != "":
+		if err := s.opts.Grants.Grant(project, scope); err != nil {
+			s.log.Warn().Err(err).Msg("remember a project permission")
+		}
+		return approval.AllowedOnce, true, nil
 	}
 	return approval.Rejected, true, nil
 }

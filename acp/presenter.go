@@ -181,8 +181,14 @@ func (p *presenter) priority(status string) string {
 
 // AvailableCommand is one slash command in available_commands_update.
 type AvailableCommand struct {
-	Name        string `json:"name"`
-	Description string `json:"description"`
+	Name        string        `json:"name"`
+	Description string        `json:"description"`
+	Input       *CommandInput `json:"input,omitempty"`
+}
+
+// CommandInput describes a command's arguments.
+type CommandInput struct {
+	Hint string `json:"hint"`
 }
 
 // AvailableCommandsUpdate advertises the session's slash commands.

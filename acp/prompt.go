@@ -46,6 +46,7 @@ func (s *Server) prompt(ctx context.Context, id jsonrpc2.ID, params json.RawMess
 		s.mu.Unlock()
 		return nil, err
 	}
+	text = s.expandCommand(ls, text)
 	// The turn's context exists before the read loop moves on, so a cancel
 	// that arrives right behind the prompt always reaches it.
 	turnCtx, cancel := context.WithCancelCause(context.WithoutCancel(ctx))

@@ -5,12 +5,14 @@ import (
 	"encoding/json"
 	"errors"
 	"io"
+	"slices"
 	"strings"
 	"sync"
 
 	"github.com/rs/zerolog"
 	"github.com/sourcegraph/jsonrpc2"
 
+	"github.com/dsh-acp/dsh-acp/agent"
 	"github.com/dsh-acp/dsh-acp/internal/jsonx"
 )
 
@@ -33,6 +35,7 @@ type Server struct {
 	closed         bool
 	terminalOutput bool
 	elicitation    bool // the client advertised elicitation
+	authAware      bool // the client advertised auth capabilities
 	sessions       map[string]*liveSession
 	loading        map[string]bool
 	work           sync.WaitGroup
@@ -155,14 +158,54 @@ func (s *Server) advertiseCommands(id string) {
 	s.mu.Lock()
 	ls := s.sessions[id]
 	s.mu.Unlock()
-	if ls == nil || len(ls.s.Commands()) == 0 {
+	if ls == nil {
 		return
 	}
 	var cmds []AvailableCommand
 	for _, c := range ls.s.Commands() {
 		cmds = append(cmds, AvailableCommand{Name: c.Name, Description: c.Description})
 	}
+	for _, c := range s.promptCommands(ls) {
+		ac := AvailableCommand{Name: c.Name, Description: c.Description}
+		if c.Hint != "" {
+			ac.Input = &CommandInput{Hint: c.Hint}
+		}
+		cmds = append(cmds, ac)
+	}
+	if len(cmds) == 0 {
+		return
+	}
 	s.notify("session/update", SessionNotification{SessionID: id, Update: AvailableCommandsUpdate{"available_commands_update", cmds}})
+}
+
+// promptCommands lists the session's prompt commands whose names no
+// session command takes.
+func (s *Server) promptCommands(ls *liveSession) []PromptCommand {
+	if s.opts.PromptCommands == nil {
+		return nil
+	}
+	var out []PromptCommand
+	for _, c := range s.opts.PromptCommands(ls.s.Log().Header().Cwd) {
+		if !slices.ContainsFunc(ls.s.Commands(), func(sc agent.Command) bool { return sc.Name == c.Name }) {
+			out = append(out, c)
+		}
+	}
+	return out
+}
+
+// expandCommand replaces a prompt command invocation by its prompt.
+func (s *Server) expandCommand(ls *liveSession, text string) string {
+	t := strings.TrimSpace(text)
+	if !strings.HasPrefix(t, "/") || s.opts.PromptCommands == nil {
+		return text
+	}
+	name, args, _ := strings.Cut(t[1:], " ")
+	for _, c := range s.promptCommands(ls) {
+		if c.Name == name {
+			return c.Expand(strings.TrimSpace(args))
+		}
+	}
+	return text
 }
 
 // errDeferred marks a request answered later (session/prompt, session/load).
@@ -173,7 +216,7 @@ func (s *Server) dispatch(ctx context.Context, id jsonrpc2.ID, method string, pa
 	case "initialize":
 		return s.initialize(params)
 	case "authenticate":
-		return struct{}{}, nil
+		return s.authenticate(params)
 	case "session/new":
 		return s.newSession(ctx, params)
 	case "session/load":

@@ -67,6 +67,16 @@ func (s *Server) newSession(ctx context.Context, params json.RawMessage) (any, e
 	if err := s.checkCwdExists(req.Cwd); err != nil {
 		return nil, err
 	}
+	s.mu.Lock()
+	authAware := s.authAware
+	s.mu.Unlock()
+	if authAware {
+		// A client that handles auth methods shows how to set the key;
+		// others learn it from the first prompt's error.
+		if err := s.requireKey(); err != nil {
+			return nil, err
+		}
+	}
 	sess, err := s.agent.NewSession(ctx, req.Cwd)
 	if err != nil {
 		return nil, err

@@ -19,6 +19,9 @@ type ClientCapabilities struct {
 	Elicitation *struct {
 		Form *struct{} `json:"form,omitempty"`
 	} `json:"elicitation,omitempty"`
+	// Auth is present when the client handles auth methods
+	// (AuthCapabilities).
+	Auth json.RawMessage            `json:"auth,omitempty"`
 	Meta map[string]json.RawMessage `json:"_meta,omitempty"`
 }
 

@@ -2,6 +2,8 @@ package agent
 
 import (
 	"context"
+	"slices"
+	"strconv"
 	"strings"
 
 	"github.com/dsh-acp/dsh-acp/session"
@@ -56,4 +58,61 @@ func (s *Session) runCommand(ctx context.Context, c Command, args string) {
 		Content: []session.Block{session.TextBlock("The user ran /" + c.Name + ". " + text)},
 		Source:  session.Source{Kind: "plugin", Plugin: "command"},
 	})
+}
+
+// ModeCommand is /mode [id]: switches the session's mode at once (the
+// editor is told), or names the current one and the choices.
+func ModeCommand() Command {
+	return Command{Name: "mode", Description: "Switch the session mode: /mode plan, /mode default",
+		Run: func(_ context.Context, s *Session, args string) string {
+			ids, ok := s.Modes()
+			if !ok {
+				return "This agent has no session modes."
+			}
+			if args == "" {
+				return "The session is in " + s.Mode() + " mode; available modes: " + strings.Join(ids, ", ") + "."
+			}
+			if !slices.Contains(ids, args) {
+				return "Unknown mode " + strconv.Quote(args) + "; available modes: " + strings.Join(ids, ", ") + "."
+			}
+			s.switchModeNow(args)
+			return "Switched to " + args + " mode."
+		}}
+}
+
+// switchModeNow logs a mode switch inside the open turn (a held switch is
+// dropped), so the editor hears of it before the turn ends.
+func (s *Session) switchModeNow(id string) {
+	s.mu.Lock()
+	s.pendingMode = ""
+	s.mu.Unlock()
+	if foldMode(s.log.Events()) != id {
+		s.log.Append(session.TypeModeSet, struct {
+			Mode string `json:"mode"`
+		}{id})
+	}
+}
+
+// ModelCommand is /model [id]: switches the session's model (one of those
+// models lists), or names the current one and the choices listed.
+func ModelCommand(models func(ctx context.Context) []string) Command {
+	return Command{Name: "model", Description: "Switch the model: /model <id>",
+		Run: func(ctx context.Context, s *Session, args string) string {
+			cur, ok := s.Knob(KnobModel)
+			if !ok {
+				return "This agent's model cannot be switched."
+			}
+			ids := models(ctx)
+			if !slices.Contains(ids, cur) {
+				ids = append([]string{cur}, ids...)
+			}
+			if args == "" {
+				return "The session uses " + cur + "; available models: " + strings.Join(ids, ", ") + "."
+			}
+			if !slices.Contains(ids, args) {
+				return "Unknown model " + strconv.Quote(args) + "; available models: " + strings.Join(ids, ", ") + "."
+			}
+			s.SetKnob(KnobModel, args)
+			return "Switched to " + args + "."
+		}}
 }

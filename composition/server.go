@@ -2,6 +2,9 @@ package composition
 
 import (
 	"context"
+	"os"
+	"path/filepath"
+	"time"
 
 	"github.com/rs/zerolog"
 
@@ -34,6 +37,9 @@ type ServerOptions struct {
 	MaxSteps int
 	// Limits bounds the editor's input (zero fields: the defaults).
 	Limits LimitsConfig
+	// Auth is the API key variable to advertise as an env_var auth
+	// method (nil: none; upstream compositions never advertise one).
+	Auth *acp.EnvAuth
 	// Models are the user's configured models (UserConfig.Models).
 	Models []ModelConfig
 	// ListModels lists the provider's models for the Model menu when none
@@ -59,6 +65,19 @@ func (c Composition) NewServer(o ServerOptions) *acp.Server {
 		approvals = approval.NewService(c.Approval, o.NewID)
 		deps.Approver = approvals
 	}
+	var (
+		catalog *modelCatalog
+		grants  *grantStore
+	)
+	commands := c.Commands()
+	if !c.Upstream {
+		getenv := o.getenv()
+		catalog = newModelCatalog(o.Models, o.ListModels, func(err error) {
+			o.Log.Warn().Err(err).Msg("the Model menu offers only the configured model")
+		})
+		grants = &grantStore{path: filepath.Join(stateDir(getenv), "permissions.json")}
+		commands = append(commands, c.editorCommands(catalog, grants, &consentStore{path: filepath.Join(stateDir(getenv), "hook-consent.json")})...)
+	}
 	rt := agent.NewRuntime(agent.Config{
 		Model:    c.Model,
 		Provider: o.Provider,
@@ -72,7 +91,7 @@ func (c Composition) NewServer(o ServerOptions) *acp.Server {
 		SandboxDefault: c.Sandbox,
 		Approval:       approvals,
 		Modes:          c.ModeDefs(),
-		Commands:       c.Commands(),
+		Commands:       commands,
 		DurableKnobs:   !c.Upstream,
 		ModelKnobs:     !c.Upstream,
 		MaxSteps:       o.MaxSteps,
@@ -83,11 +102,14 @@ func (c Composition) NewServer(o ServerOptions) *acp.Server {
 		MaxToolArgBytes:    o.Limits.MaxToolArgBytes,
 		Members:            c.members(o, approvals),
 	})
-	var models func(context.Context) []acp.ModelChoice
-	if !c.Upstream {
-		models = newModelCatalog(o.Models, o.ListModels, func(err error) {
-			o.Log.Warn().Err(err).Msg("the Model menu offers only the configured model")
-		}).choices
+	var (
+		models      func(context.Context) []acp.ModelChoice
+		grantsOfACP acp.ProjectGrants
+		prompts     func(string) []acp.PromptCommand
+		auth        *acp.EnvAuth
+	)
+	if catalog != nil {
+		models, grantsOfACP, prompts, auth = catalog.choices, grants, promptCommands(o.getenv()), o.Auth
 	}
 	srv := acp.NewServer(acp.FromRuntime(rt), acp.Options{
 		AgentName:           "dsh-acp",
@@ -102,6 +124,9 @@ func (c Composition) NewServer(o ServerOptions) *acp.Server {
 		DetailedPermissions: !c.Upstream,
 		EditorCards:         !c.Upstream,
 		PromptContext:       !c.Upstream,
+		Grants:              grantsOfACP,
+		PromptCommands:      prompts,
+		EnvAuth:             auth,
 		ListSessions:        !c.Upstream,
 		CancelAfterTeardown: !c.Upstream,
 		CheckCwd:            !c.Upstream,
@@ -115,6 +140,36 @@ func (c Composition) NewServer(o ServerOptions) *acp.Server {
 		approvals.AddAnswerer(srv)
 	}
 	return srv
+}
+
+// getenv is Getenv, else os.Getenv.
+func (o ServerOptions) getenv() func(string) string {
+	if o.Getenv == nil {
+		return os.Getenv
+	}
+	return o.Getenv
+}
+
+// editorCommands are the default composition's slash commands besides
+// /undo: /mode, /model and /clear-permissions.
+func (c Composition) editorCommands(catalog *modelCatalog, grants *grantStore, consent *consentStore) []agent.Command {
+	var out []agent.Command
+	if c.Modes {
+		out = append(out, agent.ModeCommand())
+	}
+	out = append(out, agent.ModelCommand(func(ctx context.Context) []string {
+		ctx, cancel := context.WithTimeout(ctx, 3*time.Second)
+		defer cancel()
+		var ids []string
+		for _, m := range catalog.models(ctx) {
+			ids = append(ids, m.ID)
+		}
+		return ids
+	}))
+	if c.Approval != "" {
+		out = append(out, clearPermissionsCommand(grants, consent))
+	}
+	return out
 }
 
 // agentTitle is the name editors show for the agent (none upstream).

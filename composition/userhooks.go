@@ -273,6 +273,18 @@ func (c *consentStore) trusted(project, hash string) bool {
 	return c.read().Projects[project] == hash
 }
 
+// forget drops project's consent and reports whether there was one.
+func (c *consentStore) forget(project string) (bool, error) {
+	c.mu.Lock()
+	f := c.read()
+	had := f.Projects[project] != ""
+	c.mu.Unlock()
+	if !had {
+		return false, nil
+	}
+	return true, c.remember(project, "")
+}
+
 // remember records hash for project (atomically: temp file, rename).
 func (c *consentStore) remember(project, hash string) error {
 	c.mu.Lock()

@@ -20,6 +20,7 @@ import (
 
 	"github.com/rs/zerolog"
 
+	"github.com/dsh-acp/dsh-acp/acp"
 	"github.com/dsh-acp/dsh-acp/agent/llm"
 	"github.com/dsh-acp/dsh-acp/agent/llm/deepseek"
 	"github.com/dsh-acp/dsh-acp/agent/llm/replay"
@@ -261,7 +262,8 @@ func serve(ctx context.Context, o *options, stdin io.Reader, stdout io.Writer, l
 		return err
 	}
 	srv := comp.NewServer(composition.ServerOptions{Provider: provider, Store: store, Log: log, Version: version, LaunchDir: cwd, Confiner: confiner,
-		MaxSteps: user.MaxSteps, Limits: user.Limits, Models: user.Models, ListModels: modelLister(o, user, getenv)})
+		MaxSteps: user.MaxSteps, Limits: user.Limits, Models: user.Models, ListModels: modelLister(o, user, getenv),
+		Auth: envAuth(o, user, getenv)})
 	log.Info().Str("composition", comp.Name).Str("sessions", root).Msg("serving ACP on stdio")
 	return srv.Serve(ctx, stdin, stdout)
 }
@@ -305,6 +307,19 @@ func newProvider(o *options, user composition.UserConfig, comp composition.Compo
 			log.Warn().Int("attempt", r.Attempt).Dur("delay", r.Delay).Str("reason", r.Reason).Msg("model call retried")
 			llm.Notice(ctx, r.String())
 		}}), nil
+}
+
+// envAuth is the API key as an env_var auth method (none with a recorded
+// model, which needs no key).
+func envAuth(o *options, user composition.UserConfig, getenv func(string) string) *acp.EnvAuth {
+	if o.modelReplay != "" {
+		return nil
+	}
+	keyEnv := user.APIKeyEnv
+	if keyEnv == "" {
+		keyEnv = composition.DefaultAPIKeyEnv
+	}
+	return &acp.EnvAuth{Var: keyEnv, Present: func() bool { return getenv(keyEnv) != "" }}
 }
 
 // modelLister lists the live provider's models for the Model menu (none

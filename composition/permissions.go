@@ -1,0 +1,125 @@
+package composition
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+	"sync"
+
+	"github.com/dsh-acp/dsh-acp/agent"
+)
+
+// grantStore remembers the "always allow in this project" answers, per
+// project directory, in the user's state directory
+// ($XDG_STATE_HOME/dsh-acp/permissions.json). It implements
+// acp.ProjectGrants.
+type grantStore struct {
+	path string
+	mu   sync.Mutex
+}
+
+// grantFile is the stored form: project → granted scopes.
+type grantFile struct {
+	Projects map[string][]string `json:"projects"`
+}
+
+func (g *grantStore) read() grantFile {
+	var f grantFile
+	if data, err := os.ReadFile(g.path); err == nil {
+		_ = json.Unmarshal(data, &f)
+	}
+	if f.Projects == nil {
+		f.Projects = map[string][]string{}
+	}
+	return f
+}
+
+// Granted reports whether scope was always allowed in project.
+func (g *grantStore) Granted(project, scope string) bool {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	return slices.Contains(g.read().Projects[project], scope)
+}
+
+// Grant remembers scope for project.
+func (g *grantStore) Grant(project, scope string) error {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	f := g.read()
+	if !slices.Contains(f.Projects[project], scope) {
+		f.Projects[project] = append(f.Projects[project], scope)
+	}
+	return g.write(f)
+}
+
+// Forget drops every grant of project and reports how many there were.
+func (g *grantStore) Forget(project string) (int, error) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	f := g.read()
+	n := len(f.Projects[project])
+	if n == 0 {
+		return 0, nil
+	}
+	delete(f.Projects, project)
+	return n, g.write(f)
+}
+
+// write replaces the file atomically (temp file, rename).
+func (g *grantStore) write(f grantFile) error {
+	data, err := json.MarshalIndent(f, "", "  ")
+	if err != nil {
+		return err
+	}
+	if err := os.MkdirAll(filepath.Dir(g.path), 0o700); err != nil {
+		return fmt.Errorf("remember permissions: %w", err)
+	}
+	tmp, err := os.CreateTemp(filepath.Dir(g.path), ".permissions-*.tmp")
+	if err != nil {
+		return fmt.Errorf("remember permissions: %w", err)
+	}
+	_, werr := tmp.Write(append(data, '\n'))
+	cerr := tmp.Close()
+	if err := errors.Join(werr, cerr); err != nil {
+		_ = os.Remove(tmp.Name())
+		return fmt.Errorf("remember permissions: %w", err)
+	}
+	if err := os.Rename(tmp.Name(), g.path); err != nil {
+		_ = os.Remove(tmp.Name())
+		return fmt.Errorf("remember permissions: %w", err)
+	}
+	return nil
+}
+
+// stateDir is the user's dsh-acp state directory.
+func stateDir(getenv func(string) string) string {
+	return filepath.Dir(DefaultSessionsRoot(getenv))
+}
+
+// clearPermissionsCommand is /clear-permissions: forgets what was always
+// allowed for the session's project (its grants and its hooks consent).
+func clearPermissionsCommand(grants *grantStore, consent *consentStore) agent.Command {
+	return agent.Command{Name: "clear-permissions", Description: "Forget what you always allowed in this project (commands, writes, its hooks)",
+		Run: func(_ context.Context, s *agent.Session, _ string) string {
+			n, err := grants.Forget(s.Cwd())
+			if err != nil {
+				return "Cannot clear the permissions: " + err.Error()
+			}
+			hooks, err := consent.forget(s.Cwd())
+			if err != nil {
+				return "Cannot clear the hooks consent: " + err.Error()
+			}
+			if n == 0 && !hooks {
+				return "Nothing was always allowed in this project."
+			}
+			msg := fmt.Sprintf("Cleared %d permission(s) always allowed in this project", n)
+			if hooks {
+				msg += " and the consent to its hooks"
+			}
+			return msg + "; you will be asked again."
+		}}
+}
