@@ -96,6 +96,7 @@ func parse(args []string, stderr io.Writer, getenv func(string) string) (*option
 	fs.Usage = func() {
 		fmt.Fprintf(stderr, "usage: dsh-acp [flags]               serve ACP on stdio\n       dsh-acp --replay PATH... [--update]\n\nflags:\n")
 		fs.PrintDefaults()
+		fmt.Fprint(stderr, usageEnvironment(getenv))
 	}
 	// --replay takes its paths as the remaining arguments; accept
 	// "--replay PATH" anywhere by moving paths after flags.
@@ -131,6 +132,25 @@ func parse(args []string, stderr io.Writer, getenv func(string) string) (*option
 		return nil, errors.New("--model-replay-override and --model-replay-child need --model-replay")
 	}
 	return o, nil
+}
+
+// usageEnvironment is the --help section on the environment and the
+// files dsh-acp reads, with the paths this environment resolves to.
+func usageEnvironment(getenv func(string) string) string {
+	return "\nenvironment:\n" +
+		"  DEEPSEEK_API_KEY      the API key (the config's apiKeyEnv names another variable); without it\n" +
+		"                        every prompt answers with an error saying what to set\n" +
+		"  DEEPSEEK_BASE_URL     an OpenAI-compatible API root (default " + deepseek.DefaultBaseURL + ")\n" +
+		"  DSH_ACP_CONFIG        the config file (default $XDG_CONFIG_HOME/dsh-acp/config.json)\n" +
+		"  DSH_ACP_LOG           stderr log level: debug, info, warn, error\n" +
+		"  XDG_CONFIG_HOME, XDG_STATE_HOME, HOME\n" +
+		"                        locate the config file and the state directory (sessions, permissions)\n" +
+		"  CLAUDE_CONFIG_DIR, CODEX_HOME\n" +
+		"                        where your Claude Code and Codex hooks and prompt commands live\n" +
+		"\nfiles:\n" +
+		"  config        " + composition.ConfigPath(getenv) + "\n" +
+		"  sessions      " + composition.DefaultSessionsRoot(getenv) + "\n" +
+		"  permissions   " + filepath.Join(filepath.Dir(composition.DefaultSessionsRoot(getenv)), "permissions.json") + "\n"
 }
 
 // reorder moves "--replay PATH…" paths behind the flags so flag parsing

@@ -46,6 +46,17 @@ func TestVersion(t *testing.T) {
 	require.Equal(t, "dsh-acp "+version+"\n", out.String())
 }
 
+// --help names the environment variables and the files, resolved for
+// this environment.
+func TestHelpListsEnvironmentAndFiles(t *testing.T) {
+	var stderr bytes.Buffer
+	run([]string{"--help"}, strings.NewReader(""), io.Discard, &stderr, env(map[string]string{"HOME": "/home/u", "XDG_STATE_HOME": "/state"}))
+	for _, want := range []string{"DEEPSEEK_API_KEY", "DEEPSEEK_BASE_URL", "DSH_ACP_CONFIG", "DSH_ACP_LOG", "XDG_STATE_HOME", "CODEX_HOME",
+		"config        /home/u/.config/dsh-acp/config.json", "sessions      /state/dsh-acp/sessions", "permissions   /state/dsh-acp/permissions.json"} {
+		require.Contains(t, stderr.String(), want)
+	}
+}
+
 // editor drives run() over pipes like an editor would.
 type editor struct {
 	t     *testing.T
