@@ -7,6 +7,8 @@ require (
 	modernc.org/sqlite v1.62.0
 )
 
+require github.com/evanw/esbuild v0.28.2
+
 require (
 	github.com/dlclark/regexp2/v2 v2.5.2 // indirect
 	github.com/dop251/goja v0.0.0-20260917113740-793a2a65c13b

@@ -365,7 +365,7 @@ func (s *Session) header() Header {
 	h := Header{Config: s.requestConfig(), System: s.system()}
 	mode := s.LoggedMode()
 	for _, t := range s.tools.Tools() { // already in wire order
-		if !s.rt.offeredIn(mode, t.Name()) {
+		if !s.rt.offeredIn(mode, t.Name()) || capabilities.OffWire(t) {
 			continue
 		}
 		params, _ := t.Schema().MarshalJSON()

@@ -156,3 +156,15 @@ type Section struct {
 type Sectioner interface {
 	PromptSection() Section
 }
+
+// OffWirer is implemented by a registered tool that is not offered to the
+// model (code mode: the native tools are reached only from run_code).
+type OffWirer interface {
+	OffWire() bool
+}
+
+// OffWire reports whether t is registered but not offered to the model.
+func OffWire(t Tool) bool {
+	w, ok := t.(OffWirer)
+	return ok && w.OffWire()
+}

@@ -233,10 +233,6 @@ const (
 
 // Built reports whether this build implements feature.
 func Built(feature string) bool {
-	switch feature {
-	case FeatureCodeMode:
-		return false
-	}
 	return true
 }
 
@@ -318,6 +314,7 @@ func (c Composition) Registry(env capabilities.Env, deps Deps) *capabilities.Reg
 		tools = append(tools, workflow.Tool{Progress: !c.Upstream})
 	}
 	tools = append(tools, c.toolbox(env, deps)...)
+	tools = c.codeMode(tools)
 	return c.finish(capabilities.NewRegistry(tools...), env, deps)
 }
 

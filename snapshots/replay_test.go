@@ -61,6 +61,8 @@ var mustPass = []string{
 	"acp-agent/subagent-fork",
 	"acp-agent/subagent-mixed",
 	"acp-agent/workflow-run",
+	"acp-agent/code-mode-turn",
+	"acp-agent/both-mode-turn",
 }
 
 func TestUpstreamScenariosReplayInProcess(t *testing.T) {

@@ -27,6 +27,9 @@ import (
 type Realm struct {
 	// VM is the goja runtime; use it on the owning goroutine only.
 	VM *goja.Runtime
+	// JobLimit bounds each posted job's run inside Await (0: none), like
+	// RunSlice's limit: a compute budget per synchronous stretch.
+	JobLimit time.Duration
 
 	stringify goja.Callable
 	parse     goja.Callable
@@ -177,9 +180,18 @@ func (r *Realm) Await(ctx context.Context, p *goja.Promise, idle func() bool) (S
 
 // runJob runs one posted job, turning an interrupt into an error.
 func (r *Realm) runJob(j func() error) (err error) {
+	if r.JobLimit > 0 {
+		t := time.AfterFunc(r.JobLimit, func() { r.VM.Interrupt(ErrSliceLimit) })
+		defer t.Stop()
+	}
 	defer func() {
+		var ie *goja.InterruptedError
+		if errors.As(err, &ie) {
+			if e, ok := ie.Value().(error); ok {
+				err = fmt.Errorf("%w", e)
+			}
+		}
 		if v := recover(); v != nil {
-			var ie *goja.InterruptedError
 			if e, ok := v.(error); ok && errors.As(e, &ie) {
 				err = ie
 				return

@@ -1,0 +1,25 @@
+package composition
+
+import (
+	"github.com/dsh-acp/dsh-acp/capabilities"
+	"github.com/dsh-acp/dsh-acp/capabilities/code"
+)
+
+// codeMode adds run_code over the session's other tools (the run_code
+// family). In tool mode "code" the other tools stay registered — run_code
+// programs call them as tools.<name> — but only run_code is offered to the
+// model; in "both" every tool is.
+func (c Composition) codeMode(tools []capabilities.Tool) []capabilities.Tool {
+	if !c.Has(FamilyRunCode) {
+		return tools
+	}
+	rc := code.Tool{Tools: append([]capabilities.Tool(nil), tools...)}
+	if c.ToolMode == "code" {
+		hidden := make([]capabilities.Tool, 0, len(tools)+1)
+		for _, t := range tools {
+			hidden = append(hidden, code.Hidden{Tool: t})
+		}
+		tools = hidden
+	}
+	return append(tools, rc)
+}
