@@ -19,6 +19,7 @@ type Registry struct {
 	spill    *Spill
 	timeouts *Timeouts
 	sections []Section
+	src      sources // tools that come and go (see Attach)
 }
 
 // WithSpill makes every result over the spill cap a bounded view plus a
@@ -58,14 +59,11 @@ func NewRegistry(tools ...Tool) *Registry {
 	return r
 }
 
-// Tools returns the tools in wire order.
-func (r *Registry) Tools() []Tool { return r.tools }
+// Tools returns the tools in wire order (attached sources' included).
+func (r *Registry) Tools() []Tool { return r.allTools() }
 
 // Lookup returns the tool named name.
-func (r *Registry) Lookup(name string) (Tool, bool) {
-	t, ok := r.byName[name]
-	return t, ok
-}
+func (r *Registry) Lookup(name string) (Tool, bool) { return r.lookup(name) }
 
 // ParseArgs turns a streamed arguments string into the value tools see:
 // "" is {}, unparseable text becomes a JSON string of the raw text.
@@ -100,7 +98,7 @@ func (r *Registry) Execute(ctx context.Context, env Env, callID, name, arguments
 }
 
 func (r *Registry) execute(ctx context.Context, env Env, callID, name, arguments string) Outcome {
-	t, ok := r.byName[name]
+	t, ok := r.lookup(name)
 	if !ok {
 		return errorOutcome(fmt.Sprintf("unknown tool %q", name), &session.ErrorInfo{Name: "ToolNotFoundError", Code: "UNKNOWN_TOOL"})
 	}
@@ -150,6 +148,7 @@ func (r *Registry) Close(ctx context.Context) error {
 			}
 		}
 	}
+	errs = append(errs, r.closeSources(ctx)...)
 	return errors.Join(errs...)
 }
 

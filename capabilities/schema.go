@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"strings"
 
+	"github.com/santhosh-tekuri/jsonschema/v6"
+
 	"github.com/dsh-acp/dsh-acp/internal/jsonx"
 )
 
@@ -20,8 +22,11 @@ type Schema struct {
 	Items       *Schema    // array
 	// Raw, when set, is the whole schema as given (a caller-supplied JSON
 	// Schema, e.g. a structured-output schema): it is emitted verbatim and
-	// the tool validates its arguments itself.
+	// the tool validates its arguments itself, unless it was built by
+	// RawSchema (then the registry validates against it).
 	Raw json.RawMessage
+
+	compiled *jsonschema.Schema // RawSchema's compiled form
 }
 
 // Property is one named object property.
@@ -114,6 +119,9 @@ func (s *Schema) MarshalJSON() ([]byte, error) {
 // the violations (tools contract § 2): only declared properties are checked.
 func (s *Schema) Validate(args json.RawMessage) []string {
 	if s.Raw != nil {
+		if s.compiled != nil {
+			return s.validateRaw(args)
+		}
 		return nil
 	}
 	var v any
