@@ -3,6 +3,7 @@ package workflow_test
 import (
 	"context"
 	"encoding/json"
+	"runtime"
 	"strings"
 	"testing"
 	"time"
@@ -224,11 +225,20 @@ func TestNoCallingAgent(t *testing.T) {
 
 func TestHundredChildrenEachWriteTheirLog(t *testing.T) {
 	f := newFixture(t, workflow.Config{})
+	var before, after runtime.MemStats
+	runtime.GC()
+	runtime.ReadMemStats(&before)
 	text, isErr := f.run(t, context.Background(), `const r = await parallel(Array.from({length: 100}, (_, i) => () => agent("ECHO " + i)));
 return r.filter((x, i) => x === String(i)).length`)
 	require.False(t, isErr, text)
 	assert.Equal(t, "workflow \"t\" completed (100 agents).\nReturn value:\n100", text)
 	assert.Len(t, f.env.Children(t, f.parent.ID()), 100)
+	runtime.GC()
+	runtime.ReadMemStats(&after)
+	// Disposed children and the finished realm are garbage: what stays is
+	// the parent's (bounded by far less than a megabyte per child).
+	assert.Less(t, int64(after.HeapAlloc)-int64(before.HeapAlloc), int64(8<<20))
+	t.Logf("heap after 100 children: %+d bytes", int64(after.HeapAlloc)-int64(before.HeapAlloc))
 }
 
 func TestCardShowsTheWorkflowName(t *testing.T) {
