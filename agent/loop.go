@@ -144,7 +144,7 @@ func (s *Session) abortEnd(ctx context.Context) session.EndReason {
 
 // runSteps runs steps until the model stops calling tools or a step fails.
 func (s *Session) runSteps(ctx context.Context, turn int) session.EndReason {
-	maxTokens, retried := false, false
+	maxTokens, retried, compactedTurn := false, false, false
 	for step := 1; ; step++ {
 		if ctx.Err() != nil {
 			return s.abortEnd(ctx)
@@ -153,6 +153,14 @@ func (s *Session) runSteps(ctx context.Context, turn int) session.EndReason {
 			return session.EndReason{Kind: session.EndError, Step: step - 1, Code: CodeStepLimit, Message: fmt.Sprintf(
 				"stopped after %d model calls in one turn (the step limit): the model kept calling tools. "+
 					"Send another prompt to let it go on, or raise maxSteps in the configuration.", max)}
+		}
+		if !compactedTurn && s.shouldCompact() {
+			// One summarising call, as a step of its own; the next
+			// request is derived from the summary (or, if it failed, from
+			// the whole conversation as before).
+			compactedTurn = true
+			s.compact(ctx, turn, step, "the context passed its threshold")
+			continue
 		}
 		for _, st := range s.steering {
 			s.log.Append(session.TypeSteeringMessage, steeringMessage{Turn: turn, Content: st.Content, Source: st.Source})
@@ -163,7 +171,7 @@ func (s *Session) runSteps(ctx context.Context, turn int) session.EndReason {
 		}
 		hdr := s.header()
 		events := s.log.Events()
-		msgs, seqs := deriveHistory(events)
+		msgs, seqs := deriveHistory(compacted(events))
 		if err := checkHistory(msgs, seqs); err != nil {
 			return session.EndReason{Kind: session.EndError, Step: step, Code: CodeInvalidHistory,
 				Message: "refusing to send an invalid conversation to the model: " + err.Error()}

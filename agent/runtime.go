@@ -56,6 +56,9 @@ type Config struct {
 	// NoticeDroppedCalls tells the user when an answer cut at max tokens
 	// dropped a tool call.
 	NoticeDroppedCalls bool
+	// Compaction summarises the older conversation when the context use
+	// passes its threshold (nil: never; /compact calls Session.Compact).
+	Compaction *Compaction
 	// ModelKnobs gives each session a model and a thinking knob (logged
 	// model/set and model/thinking events); off, every request names
 	// Model.

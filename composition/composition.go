@@ -85,6 +85,11 @@ type Composition struct {
 	// and says when a max-tokens cut dropped a tool call.
 	ParallelTools []string `json:"parallelTools,omitempty"`
 	Hygiene       bool     `json:"hygiene,omitempty"`
+	// CompactAt is the fraction of ContextWindow whose use makes the
+	// agent summarise the older conversation before its next model call
+	// (0: never); CompactMaxTokens bounds the summary.
+	CompactAt        float64 `json:"compactAt,omitempty"`
+	CompactMaxTokens int     `json:"compactMaxTokens,omitempty"`
 	// EnvPass and EnvStrip are glob patterns of environment variable
 	// names passed to commands although they look like secrets, and of
 	// further names never passed (bash.EnvPolicy).
@@ -111,7 +116,7 @@ func Builtin(name string) (Composition, bool) {
 			ContextWindow: 131072,
 			Sandbox:       "workspace-write", Approval: "ask",
 			Instructions: true, SpillBytes: capabilities.DefaultSpillCap, ToolTimeouts: &defaultTimeouts,
-			ParallelTools: []string{"read", "glob", "grep", "web_fetch"}, Hygiene: true,
+			ParallelTools: []string{"read", "glob", "grep", "web_fetch"}, Hygiene: true, CompactAt: agent.DefaultCompactThreshold, CompactMaxTokens: 4096,
 			Tools: []string{FamilyFS, FamilyBash, FamilyTodo, FamilyPlan, FamilyAsk, FamilySubagent, FamilyWorkflow,
 				FamilySearch, FamilyWeb, FamilySkills}}, true
 	case "acp-agent":

@@ -99,6 +99,7 @@ func (c Composition) NewServer(o ServerOptions) *acp.Server {
 		ParallelTools:      c.ParallelTools,
 		RetryEmpty:         c.Hygiene,
 		NoticeDroppedCalls: c.Hygiene,
+		Compaction:         c.compaction(),
 		MaxToolArgBytes:    o.Limits.MaxToolArgBytes,
 		Members:            c.members(o, approvals),
 	})

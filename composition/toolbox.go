@@ -7,6 +7,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/dsh-acp/dsh-acp/agent"
 	"github.com/dsh-acp/dsh-acp/capabilities"
 	"github.com/dsh-acp/dsh-acp/capabilities/fs"
 	"github.com/dsh-acp/dsh-acp/capabilities/instructions"
@@ -170,4 +171,12 @@ func (g spillReads) Check(ctx context.Context, a fs.Access) (bool, error) {
 		return false, nil
 	}
 	return g.gate.Check(ctx, a)
+}
+
+// compaction is the agent's compaction setting (nil: off).
+func (c Composition) compaction() *agent.Compaction {
+	if c.CompactAt <= 0 || c.ContextWindow <= 0 {
+		return nil
+	}
+	return &agent.Compaction{Window: c.ContextWindow, Threshold: c.CompactAt, MaxTokens: c.CompactMaxTokens}
 }

@@ -9,6 +9,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/dsh-acp/dsh-acp/agent"
 	"github.com/dsh-acp/dsh-acp/capabilities"
 	"github.com/dsh-acp/dsh-acp/sandbox"
 	"github.com/dsh-acp/dsh-acp/session"
@@ -106,4 +107,15 @@ func TestDefaultSpillsLargeResultsUnderTheSessionAndReadsThemBack(t *testing.T) 
 	require.NoError(t, os.WriteFile(other, []byte("x"), 0o644))
 	out = r.Execute(context.Background(), env, "call_3", "read", `{"file_path":"`+other+`"}`)
 	require.True(t, out.IsError, out.Content[0].Text)
+}
+
+func TestCompactionOnlyInTheDefaultComposition(t *testing.T) {
+	c, _ := Builtin("default")
+	require.Equal(t, &agent.Compaction{Window: 131072, Threshold: 0.8, MaxTokens: 4096}, c.compaction())
+	for _, name := range BuiltinNames()[1:] {
+		u, _ := Builtin(name)
+		require.Nil(t, u.compaction(), name)
+		require.Nil(t, u.ParallelTools, name)
+		require.False(t, u.Hygiene, name)
+	}
 }

@@ -22,6 +22,9 @@ type Step struct {
 	ConfigID              string          `json:"configId,omitempty"`
 	Value                 json.RawMessage `json:"value,omitempty"`
 	ModeID                string          `json:"modeId,omitempty"`
+	// Prompt, when set, is the prompt's content blocks as sent (resource
+	// links, embedded resources, images); Text is then ignored.
+	Prompt json.RawMessage `json:"prompt,omitempty"`
 	// SessionID targets a stored session (loadSession op, our extension).
 	SessionID string `json:"sessionId,omitempty"`
 }

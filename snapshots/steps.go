@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"strings"
 )
 
 // runSteps executes the scenario's ops in order against the agent.
@@ -92,7 +93,11 @@ func (c *client) step(ctx context.Context, cwd string, st Step) error {
 		if err != nil {
 			return err
 		}
-		f, err := c.call(ctx, "session/prompt", promptParams(sid, st.Text))
+		params := promptParams(sid, st.Text)
+		if len(st.Prompt) > 0 {
+			params = map[string]any{"sessionId": sid, "prompt": json.RawMessage(strings.ReplaceAll(string(st.Prompt), "{{cwd}}", cwd))}
+		}
+		f, err := c.call(ctx, "session/prompt", params)
 		if err != nil {
 			return err
 		}

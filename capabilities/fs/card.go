@@ -118,6 +118,16 @@ func fenceLang(path string) string {
 		return "yaml"
 	case "sh", "bash":
 		return "sh"
+	case "py":
+		return "python"
+	case "js", "mjs", "cjs":
+		return "javascript"
+	case "ts":
+		return "typescript"
+	case "rs":
+		return "rust"
+	case "rb":
+		return "ruby"
 	}
 	for _, c := range ext {
 		if !(c >= 'a' && c <= 'z' || c >= '0' && c <= '9') {

@@ -1,0 +1,240 @@
+package agent
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"strings"
+
+	"github.com/dsh-acp/dsh-acp/agent/llm"
+	"github.com/dsh-acp/dsh-acp/session"
+)
+
+// Compaction event types (session-log contract § 2): compact/start
+// {turn}, compact/summary {summary, shadowedRange, shadowedSeqs,
+// shadowedTokenCount, model, maxTokens?}, compact/end {turn, error?}.
+const (
+	TypeCompactStart   = "compact/start"
+	TypeCompactSummary = "compact/summary"
+	TypeCompactEnd     = "compact/end"
+)
+
+// Compaction configures the summary of the older conversation.
+type Compaction struct {
+	// Window is the model's context window in tokens.
+	Window int
+	// Threshold is the fraction of Window whose use starts a compaction
+	// before the next model call (default 0.8).
+	Threshold float64
+	// MaxTokens bounds the summary (zero: the provider's default).
+	MaxTokens int
+}
+
+// DefaultCompactThreshold is Compaction.Threshold's default.
+const DefaultCompactThreshold = 0.8
+
+// compactStart is the data of compact/start.
+type compactStart struct {
+	Turn int `json:"turn"`
+}
+
+// compactEnd is the data of compact/end.
+type compactEnd struct {
+	Turn  int    `json:"turn"`
+	Error string `json:"error,omitempty"`
+}
+
+// CompactSummary is the data of compact/summary: the summary, what it
+// replaces in the model's history, and the model and budget that wrote it.
+type CompactSummary struct {
+	Summary            string   `json:"summary"`
+	ShadowedRange      seqRange `json:"shadowedRange"`
+	ShadowedSeqs       []int    `json:"shadowedSeqs"`
+	ShadowedTokenCount int      `json:"shadowedTokenCount"`
+	Model              string   `json:"model"`
+	MaxTokens          *int     `json:"maxTokens,omitempty"`
+}
+
+type seqRange struct {
+	Start int `json:"start"`
+	End   int `json:"end"`
+}
+
+// compactPrompt is the summariser's instruction.
+const compactPrompt = "You are summarising a coding session between a user and an AI coding agent so that the agent " +
+	"can continue it with less context. Write a concise but complete summary: the user's goals and requests, decisions " +
+	"made, files read or changed (with paths) and what changed, commands run and their outcomes, errors met and how " +
+	"they were handled, and what is still to do. Keep exact names, paths and values. Do not invent anything."
+
+// compactRequest is the last user message of the summarising call.
+const compactRequest = "Summarise the conversation above now, following your instructions."
+
+// summaryHeader opens the summary in the model's history.
+const summaryHeader = "Summary of the earlier conversation (it was compacted to save context):\n\n"
+
+// isSurface reports the five surface event types.
+func isSurface(t string) bool {
+	switch t {
+	case session.TypeUserMessage, session.TypeAssistantMessage, session.TypeToolResult, session.TypeContextMessage, session.TypeSteeringMessage:
+		return true
+	}
+	return false
+}
+
+// compacted returns the events the model's history is derived from: after
+// the latest compact/summary, its shadowed surface events are left out
+// and the summary takes the place of the first of them, as context.
+func compacted(events []session.Event) []session.Event {
+	at := -1
+	var sum CompactSummary
+	for i := len(events) - 1; i >= 0; i-- {
+		if events[i].Type == TypeCompactSummary && json.Unmarshal(events[i].Data, &sum) == nil {
+			at = i
+			break
+		}
+	}
+	if at < 0 {
+		return events
+	}
+	shadowed := make(map[int]bool, len(sum.ShadowedSeqs))
+	for _, q := range sum.ShadowedSeqs {
+		shadowed[q] = true
+	}
+	msg, _ := json.Marshal(session.Message{Content: []session.Block{session.TextBlock(summaryHeader + sum.Summary)},
+		Source: session.Source{Kind: "plugin", Plugin: "compaction"}})
+	out := make([]session.Event, 0, len(events))
+	placed := false
+	for _, e := range events {
+		if shadowed[e.Seq] && isSurface(e.Type) {
+			if !placed {
+				out = append(out, session.Event{Type: session.TypeContextMessage, Seq: events[at].Seq, Data: msg})
+				placed = true
+			}
+			continue
+		}
+		out = append(out, e)
+	}
+	return out
+}
+
+// usedTokens is the context use the latest model call reported; zero
+// when a compaction came after it (its request is not sent any more).
+func usedTokens(events []session.Event) int {
+	for i := len(events) - 1; i >= 0; i-- {
+		switch events[i].Type {
+		case TypeCompactSummary:
+			return 0
+		case session.TypeAssistantMessage:
+			var m struct {
+				Usage *llm.Usage `json:"usage"`
+			}
+			if json.Unmarshal(events[i].Data, &m) != nil || m.Usage == nil {
+				continue
+			}
+			used := m.Usage.InputTokens + m.Usage.OutputTokens
+			if m.Usage.CacheReadTokens != nil {
+				used += *m.Usage.CacheReadTokens
+			}
+			return used
+		}
+	}
+	return 0
+}
+
+// shouldCompact reports whether the context use passed the threshold.
+func (s *Session) shouldCompact() bool {
+	c := s.rt.cfg.Compaction
+	if c == nil || c.Window <= 0 {
+		return false
+	}
+	th := c.Threshold
+	if th <= 0 || th >= 1 {
+		th = DefaultCompactThreshold
+	}
+	return float64(usedTokens(s.log.Events())) >= th*float64(c.Window)
+}
+
+// Compact summarises the conversation before the current prompt with one
+// model call (as /compact does) and returns a report for the user.
+func (s *Session) Compact(ctx context.Context) string {
+	events := s.log.Events()
+	text, _ := s.compact(ctx, session.LastTurn(events), 1, "on request")
+	return text
+}
+
+// compact runs one compaction as step `step` of the open turn: the
+// surface events before the turn's latest user message are summarised
+// and shadowed. It returns the report and whether a summary was logged.
+// A failed model call leaves the conversation as it was, with a notice.
+func (s *Session) compact(ctx context.Context, turn, step int, why string) (string, bool) {
+	events := s.log.Events()
+	boundary := -1
+	for i := len(events) - 1; i >= 0; i-- {
+		if events[i].Type == session.TypeUserMessage {
+			boundary = i
+			break
+		}
+	}
+	var seqs []int
+	if boundary > 0 {
+		for _, e := range events[:boundary] {
+			if isSurface(e.Type) {
+				seqs = append(seqs, e.Seq)
+			}
+		}
+	}
+	ref := session.StepRef{Turn: turn, Step: step}
+	if len(seqs) == 0 {
+		return "Nothing to compact yet: the conversation has no earlier messages.", false
+	}
+	msgs, _ := deriveHistory(compacted(events[:boundary]))
+	msgs = append(msgs, llm.Message{Role: roleUser, Content: []session.Block{session.TextBlock(compactRequest)}})
+	cfg := llm.Config{Model: s.rt.cfg.Model}
+	var maxTokens *int
+	if c := s.rt.cfg.Compaction; c != nil && c.MaxTokens > 0 {
+		mt := c.MaxTokens
+		maxTokens, cfg.MaxTokens = &mt, &mt
+	}
+	tokens := usedTokens(events)
+
+	s.log.Append(TypeCompactStart, compactStart{Turn: turn})
+	s.notice(ref, fmt.Sprintf("Compacting the conversation (%s): summarising %d earlier messages with %s.", why, len(seqs), cfg.Model))
+	s.log.Append(session.TypeStepStart, ref)
+	asm, _, _, err := s.stream(ctx, &llm.Request{SessionID: s.ID(), Config: cfg, System: compactPrompt, Messages: msgs}, ref)
+	if err == nil {
+		if f := asm.Finish(); f.Kind == llm.FinishError {
+			err = &llm.Error{Message: f.Message, Code: f.Code}
+		}
+	}
+	var b strings.Builder
+	for _, bl := range asm.Content() {
+		if bl.Type == session.BlockText {
+			b.WriteString(bl.Text)
+		}
+	}
+	summary := strings.TrimSpace(b.String())
+	if err == nil && summary == "" {
+		err = fmt.Errorf("the model wrote an empty summary")
+	}
+	s.log.Append(session.TypeStepEnd, ref)
+	if err != nil {
+		s.log.Append(TypeCompactEnd, compactEnd{Turn: turn, Error: err.Error()})
+		text := "Compaction failed (" + err.Error() + "); the conversation goes on uncompacted."
+		s.notice(ref, text)
+		return text, false
+	}
+	s.log.Append(TypeCompactSummary, CompactSummary{Summary: summary, ShadowedRange: seqRange{Start: seqs[0], End: seqs[len(seqs)-1]},
+		ShadowedSeqs: seqs, ShadowedTokenCount: tokens, Model: cfg.Model, MaxTokens: maxTokens})
+	s.log.Append(TypeCompactEnd, compactEnd{Turn: turn})
+	text := fmt.Sprintf("Compacted the conversation: %d earlier messages are now a summary of %d characters written by %s.", len(seqs), len(summary), cfg.Model)
+	s.notice(ref, text)
+	s.persist(ctx)
+	return text, true
+}
+
+// CompactCommand is /compact: it summarises the conversation so far with
+// one model call; later requests are derived from the summary.
+func CompactCommand() Command {
+	return Command{Name: "compact", Description: "Summarise the conversation so far to free context (one model call)",
+		Run: func(ctx context.Context, s *Session, _ string) string { return s.Compact(ctx) }}
+}
