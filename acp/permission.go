@@ -74,6 +74,11 @@ func (s *Server) Answer(ctx context.Context, sessionID string, req approval.Requ
 		}
 	}
 	params.Options = append(params.Options, PermissionOption{OptionID: "reject-once", Name: "Reject", Kind: "reject_once"})
+	if s.opts.DetailedPermissions && s.hasCard(ls, req.CallID) {
+		// The card waits for the user (clients that do not read the
+		// request's toolCall see it too).
+		s.notify("session/update", SessionNotification{SessionID: sessionID, Update: StatusUpdate{"tool_call_update", req.CallID, "pending"}})
+	}
 	out, err := s.requestPermission(ctx, params)
 	if err != nil {
 		return approval.Unavailable, true, nil

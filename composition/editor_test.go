@@ -352,7 +352,7 @@ func TestPermissionRequestsCanBeJudged(t *testing.T) {
 			statuses = append(statuses, v.Status)
 		}
 	}
-	assert.Equal(t, []string{"in_progress", "in_progress", "completed"}, statuses)
+	assert.Equal(t, []string{"in_progress", "pending", "in_progress", "completed"}, statuses)
 
 	// A write in a read-only session shows its diff.
 	srv.setConfig(t, sid, "sandbox-mode", "read-only")
@@ -676,4 +676,27 @@ func TestAuthMethodForTheAPIKey(t *testing.T) {
 		so.Auth = &acp.EnvAuth{Var: "DEEPSEEK_API_KEY", Present: func() bool { return false }}
 	})
 	srv.newSession(t, t.TempDir())
+}
+
+// An "always allow" that widens the session's sandbox is announced as an
+// option change, so the Sandbox menu shows the new level.
+func TestAlwaysAllowWideningIsAnnounced(t *testing.T) {
+	root, ws, outside := t.TempDir(), t.TempDir(), t.TempDir()
+	p := newProvider()
+	answer := func(method string, _ json.RawMessage) any {
+		if method == "session/request_permission" {
+			return map[string]any{"outcome": map[string]any{"outcome": "selected", "optionId": "allow-always"}}
+		}
+		return nil
+	}
+	srv := serve(t, "default", openStore(t, root), ws, p, map[string]any{}, answer)
+	sid := srv.newSession(t, ws).SessionID
+	args, _ := json.Marshal(map[string]any{"command": "touch " + outside + "/y", "description": "touch outside",
+		"sandbox_permissions": "danger-full-access", "justification": "needed"})
+	p.script("widen", toolCall{Name: "bash", Args: string(args)})
+	stop, lines := srv.prompt(t, sid, "widen")
+	require.Equal(t, "end_turn", stop)
+	ups := optionUpdates(lines, sid)
+	require.Len(t, ups, 1)
+	assert.Equal(t, "danger-full-access", current(t, specOptions(t, ups[0]), "_sandbox"))
 }
