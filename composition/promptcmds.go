@@ -53,6 +53,7 @@ func promptCommands(getenv func(string) string) func(cwd string) []acp.PromptCom
 				}
 			}
 		}
+		user = append(user, skillCommands(cwd, getenv, seen)...)
 		sort.Slice(user, func(i, j int) bool { return user[i].Name < user[j].Name })
 		return append(out, user...)
 	}

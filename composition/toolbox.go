@@ -7,6 +7,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/dsh-acp/dsh-acp/acp"
 	"github.com/dsh-acp/dsh-acp/agent"
 	"github.com/dsh-acp/dsh-acp/capabilities"
 	"github.com/dsh-acp/dsh-acp/capabilities/fs"
@@ -179,4 +180,24 @@ func (c Composition) compaction() *agent.Compaction {
 		return nil
 	}
 	return &agent.Compaction{Window: c.ContextWindow, Threshold: c.CompactAt, MaxTokens: c.CompactMaxTokens}
+}
+
+// skillCommands offers each skill of the session as a slash command whose
+// prompt is the skill itself (so it works whether or not the skill tool
+// is mounted); names already taken by a command are skipped.
+func skillCommands(cwd string, getenv func(string) string, taken map[string]bool) []acp.PromptCommand {
+	var out []acp.PromptCommand
+	for _, sk := range skills.Load(skills.Dirs(cwd, getenv)...).Skills {
+		if taken[sk.Name] {
+			continue
+		}
+		body, err := skills.Body(sk)
+		if err != nil {
+			continue
+		}
+		taken[sk.Name] = true
+		out = append(out, acp.PromptCommand{Name: sk.Name, Description: sk.Description, Hint: "what to apply it to (optional)",
+			Template: "Follow the skill \"" + sk.Name + "\" (its files are in " + sk.Dir + "):\n\n" + body + "\n\n$ARGUMENTS"})
+	}
+	return out
 }

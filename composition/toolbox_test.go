@@ -119,3 +119,28 @@ func TestCompactionOnlyInTheDefaultComposition(t *testing.T) {
 		require.False(t, u.Hygiene, name)
 	}
 }
+
+func TestSkillsAreSlashCommands(t *testing.T) {
+	cwd, home := t.TempDir(), t.TempDir()
+	skill := filepath.Join(cwd, ".claude", "skills", "release", "SKILL.md")
+	require.NoError(t, os.MkdirAll(filepath.Dir(skill), 0o755))
+	require.NoError(t, os.WriteFile(skill, []byte("---\nname: release\ndescription: Cut a release\n---\nTag it."), 0o644))
+	init := filepath.Join(cwd, ".claude", "skills", "init", "SKILL.md")
+	require.NoError(t, os.MkdirAll(filepath.Dir(init), 0o755))
+	require.NoError(t, os.WriteFile(init, []byte("---\nname: init\ndescription: shadowed by /init\n---\nx"), 0o644))
+	cmds := promptCommands(func(k string) string {
+		if k == "HOME" {
+			return home
+		}
+		return ""
+	})(cwd)
+	var names []string
+	for _, c := range cmds {
+		names = append(names, c.Name)
+		if c.Name == "release" {
+			require.Equal(t, "Cut a release", c.Description)
+			require.Equal(t, "Follow the skill \"release\" (its files are in "+filepath.Dir(skill)+"):\n\nTag it.\n\nnow", c.Expand("now"))
+		}
+	}
+	require.Equal(t, []string{"init", "release"}, names)
+}
