@@ -181,7 +181,7 @@ func permissionAskable(qs []capabilities.Question) bool {
 func (s *Server) askByPermission(ctx context.Context, sessionID string, questions []capabilities.Question) ([]capabilities.Answer, error) {
 	answers := make([]capabilities.Answer, 0, len(questions))
 	for _, q := range questions {
-		params := RequestPermissionRequest{SessionID: sessionID, ToolCall: ToolCallRef{ToolCallID: q.CallID}}
+		params := RequestPermissionRequest{SessionID: sessionID, ToolCall: s.questionCall(sessionID, q)}
 		for i, o := range q.Options {
 			kind := "reject_once"
 			if i == 0 {
@@ -206,4 +206,30 @@ func (s *Server) askByPermission(ctx context.Context, sessionID string, question
 		answers = append(answers, capabilities.Answer{ID: q.ID, Selected: []string{q.Options[i].Label}})
 	}
 	return answers, nil
+}
+
+// questionCall is the toolCall of a question asked as a permission
+// request: the call's card, pending, with DetailedPermissions (the plan
+// under review, the question); the id alone otherwise.
+func (s *Server) questionCall(sessionID string, q capabilities.Question) ToolCallRef {
+	ref := ToolCallRef{ToolCallID: q.CallID}
+	if !s.opts.DetailedPermissions {
+		return ref
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	ls := s.sessions[sessionID]
+	if ls == nil {
+		return ref
+	}
+	card, ok := ls.cards[q.CallID]
+	if !ok {
+		return ref
+	}
+	content := withoutTerminals(card.Content)
+	if q.Question != "" && q.Question != card.Title {
+		content = append(content, textItem(q.Question))
+	}
+	return ToolCallRef{ToolCallID: q.CallID, Title: card.Title, Kind: card.Kind, Status: "pending",
+		RawInput: card.RawInput, Locations: card.Locations, Content: content}
 }

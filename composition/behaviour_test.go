@@ -315,7 +315,11 @@ func TestExitPlanModeElicitation(t *testing.T) {
 			evs := readLog(t, root, s.SessionID)
 			rs := toolResults(t, evs)
 			require.Len(t, rs, 1)
-			assert.JSONEq(t, `{"sessionId":"`+s.SessionID+`","toolCall":{"toolCallId":"`+rs[0].CallID+`"},"options":[{"optionId":"choice-0","name":"Approve","kind":"allow_once"},{"optionId":"choice-1","name":"Keep planning","kind":"reject_once"}]}`, string(reqs[0].Params))
+			// The request shows the plan under review and the question.
+			assert.JSONEq(t, `{"sessionId":"`+s.SessionID+`","toolCall":{"toolCallId":"`+rs[0].CallID+`","title":"Tidy up","kind":"switch_mode","status":"pending",`+
+				`"rawInput":{"plan":`+jsonString(planText)+`},"content":[{"type":"content","content":{"type":"text","text":`+jsonString(planText)+`}},`+
+				`{"type":"content","content":{"type":"text","text":"Approve this plan and leave plan mode?"}}]},`+
+				`"options":[{"optionId":"choice-0","name":"Approve","kind":"allow_once"},{"optionId":"choice-1","name":"Keep planning","kind":"reject_once"}]}`, string(reqs[0].Params))
 			if tc.approved {
 				assert.False(t, rs[0].IsError)
 				assert.Equal(t, []string{`{"mode":"plan"}`, `{"mode":"default"}`}, ofType(evs, "mode/set"))
