@@ -7,6 +7,8 @@ require (
 	modernc.org/sqlite v1.62.0
 )
 
+require github.com/evanw/esbuild v0.28.2
+
 require (
 	github.com/dlclark/regexp2/v2 v2.5.2 // indirect
 	github.com/dop251/goja v0.0.0-20260917113740-793a2a65c13b
@@ -45,8 +47,8 @@ require (
 )
 
 require (
-	github.com/modelcontextprotocol/go-sdk v1.8.0
 	github.com/google/jsonschema-go v0.4.3 // indirect
+	github.com/modelcontextprotocol/go-sdk v1.8.0
 	github.com/segmentio/asm v1.1.3 // indirect
 	github.com/segmentio/encoding v0.5.4 // indirect
 	github.com/yosida95/uritemplate/v3 v3.0.2 // indirect

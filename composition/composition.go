@@ -293,8 +293,11 @@ func (c Composition) Registry(env capabilities.Env, deps Deps) *capabilities.Reg
 		}
 		tools = append(tools, fs.New(opts)...)
 	}
+	var tasks *bash.Tasks // background tasks: bash's, shared by background subagents
 	if c.Has(FamilyBash) {
-		tools = append(tools, bash.New(c.bashOptions(env, deps))...)
+		bo := c.bashOptions(env, deps)
+		tasks = bo.Tasks
+		tools = append(tools, bash.New(bo)...)
 	}
 	if c.Has(FamilyTodo) {
 		tools = append(tools, todo.Tool{})
@@ -311,8 +314,8 @@ func (c Composition) Registry(env capabilities.Env, deps Deps) *capabilities.Reg
 		} else {
 			// Editor users see what the children do on the call's card.
 			card := &subagent.Card{}
-			tools = append(tools, subagent.EditorTool{Tool: subagent.Tool{Progress: card}},
-				subagent.EditorTool{Tool: subagent.Tool{Fork: true, Progress: card}})
+			tools = append(tools, subagent.EditorTool{Tool: subagent.Tool{Progress: card, Tasks: tasks}},
+				subagent.EditorTool{Tool: subagent.Tool{Fork: true, Progress: card, Tasks: tasks}})
 		}
 	}
 	if c.Has(FamilyWorkflow) {

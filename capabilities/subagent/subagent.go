@@ -111,7 +111,15 @@ func Run(ctx context.Context, sp capabilities.Spawner, r Request) (Outcome, erro
 	}
 	runCtx, cancel := context.WithCancelCause(context.WithoutCancel(ctx))
 	defer cancel(nil)
-	stop := context.AfterFunc(ctx, func() { cancel(errors.New(ReasonParentAborted)) })
+	stop := context.AfterFunc(ctx, func() {
+		// The parent's own reason when it gave one (a killed background
+		// child), else the parent's step was aborted.
+		cause := context.Cause(ctx)
+		if cause == nil || errors.Is(cause, context.Canceled) || errors.Is(cause, context.DeadlineExceeded) {
+			cause = errors.New(ReasonParentAborted)
+		}
+		cancel(cause)
+	})
 	defer stop()
 	end := child.Prompt(runCtx, r.Prompt)
 	out := harvest(child.Log().Events()[seed:], end)

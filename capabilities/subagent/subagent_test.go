@@ -13,6 +13,7 @@ import (
 
 	"github.com/dsh-acp/dsh-acp/agent/llm"
 	"github.com/dsh-acp/dsh-acp/capabilities"
+	"github.com/dsh-acp/dsh-acp/capabilities/bash"
 	"github.com/dsh-acp/dsh-acp/capabilities/subagent"
 	"github.com/dsh-acp/dsh-acp/capabilities/subagent/childtest"
 	"github.com/dsh-acp/dsh-acp/session"
@@ -284,4 +285,49 @@ func TestCardShowsTheChildsProgressInTheParentsLog(t *testing.T) {
 	assert.Len(t, []rune(last), len([]rune("✓ echo: a.txt\n\n…"))+400, "the answer's tail is cut")
 	text, _ := toolResult(t, parent.Log())
 	assert.True(t, strings.HasPrefix(text, "finished: "))
+}
+
+func TestBackgroundChildIsATask(t *testing.T) {
+	settled := make(chan bash.TaskInfo, 4)
+	tasks := bash.NewTasks(func(info bash.TaskInfo) { settled <- info })
+	env := childtest.New(t, model, func(capabilities.Env) []capabilities.Tool {
+		return []capabilities.Tool{subagent.Tool{Tasks: tasks}}
+	})
+	parent := env.Session(t)
+	reg := capabilities.NewRegistry(subagent.Tool{Tasks: tasks})
+	out := reg.Execute(context.Background(), parent, "c1", "subagent", `{"description":"echo it","prompt":"ECHO from the background","run_in_background":true}`)
+	require.False(t, out.IsError, out.Content[0].Text)
+	assert.True(t, strings.HasPrefix(out.Content[0].Text, "started background task subagent-1 (subagent)."), out.Content[0].Text)
+	select {
+	case info := <-settled:
+		assert.Equal(t, "subagent-1", info.ID)
+		assert.Equal(t, "echo it", info.Label)
+		assert.Equal(t, bash.StateCompleted, info.Status.State)
+	case <-time.After(5 * time.Second):
+		t.Fatal("the background child did not settle")
+	}
+	text, err := tasks.Output(parent.ID(), "subagent-1")
+	require.NoError(t, err)
+	assert.Contains(t, text, "from the background")
+	assert.Contains(t, text, "[status: completed]")
+	_, err = tasks.Output("another-session", "subagent-1")
+	assert.Error(t, err, "a task is fenced by its owner")
+
+	out = reg.Execute(context.Background(), parent, "c2", "subagent", `{"description":"hang","prompt":"HANG","run_in_background":true}`)
+	require.False(t, out.IsError)
+	require.Eventually(t, func() bool { return len(env.Children(t, parent.ID())) == 2 }, 5*time.Second, 5*time.Millisecond)
+	_, err = tasks.Kill(context.Background(), parent.ID(), "subagent-2")
+	require.NoError(t, err)
+	info := <-settled
+	assert.Equal(t, bash.StateKilled, info.Status.State)
+	kids := env.Children(t, parent.ID())
+	require.Eventually(t, func() bool {
+		for _, k := range kids {
+			_, events, err := env.Store.Load(context.Background(), k.ID)
+			if err == nil && len(events) > 0 && events[len(events)-1].Type == session.TypeTurnEnd && strings.Contains(string(events[len(events)-1].Data), "background subagent killed") {
+				return true
+			}
+		}
+		return false
+	}, 5*time.Second, 10*time.Millisecond, "the killed child's turn ends aborted")
 }

@@ -6,6 +6,7 @@ import (
 	"errors"
 
 	"github.com/dsh-acp/dsh-acp/capabilities"
+	"github.com/dsh-acp/dsh-acp/capabilities/bash"
 	"github.com/dsh-acp/dsh-acp/session"
 )
 
@@ -22,6 +23,10 @@ type Tool struct {
 	// Progress, when set, is told about the child's events while it runs
 	// (the default composition's live card); upstream shows nothing.
 	Progress Progress
+	// Tasks, when set, offers run_in_background: the child runs as a task
+	// of this registry (task_output, task_list, task_kill) and the call
+	// returns at once.
+	Tasks *bash.Tasks
 }
 
 // Progress receives a running child's events for the parent's tool call.
@@ -52,11 +57,16 @@ func (t Tool) Description() string {
 }
 
 // Schema implements capabilities.Tool.
-func (Tool) Schema() *capabilities.Schema {
-	return capabilities.Object(
+func (t Tool) Schema() *capabilities.Schema {
+	s := capabilities.Object(
 		capabilities.Req("description", capabilities.String("A short (3-5 word) label for the subtask.")),
 		capabilities.Req("prompt", capabilities.String("The complete task for the child agent.")),
 	)
+	if t.Tasks != nil {
+		s.Properties = append(s.Properties, capabilities.Opt("run_in_background", capabilities.Boolean(
+			"Run the child as a background task and return at once; read its answer with task_output.")))
+	}
+	return s
 }
 
 // Run implements capabilities.Tool.
@@ -66,12 +76,17 @@ func (t Tool) Run(ctx context.Context, call *capabilities.Call) (capabilities.Re
 		return capabilities.Result{}, errors.New(ErrNoAgent)
 	}
 	var args struct {
-		Prompt string `json:"prompt"`
+		Description string `json:"description"`
+		Prompt      string `json:"prompt"`
+		Background  bool   `json:"run_in_background"`
 	}
 	if err := json.Unmarshal(call.Args, &args); err != nil {
 		return capabilities.Result{}, err
 	}
 	r := Request{Fork: t.Fork, Prompt: args.Prompt}
+	if args.Background && t.Tasks != nil {
+		return t.runBackground(ctx, call, sp, r, args.Description)
+	}
 	if t.Progress != nil {
 		var id string
 		r.OnStart = func(child string) { id = child }
