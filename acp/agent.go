@@ -76,9 +76,13 @@ type Options struct {
 	// (a session's current model is offered even when missing). It must
 	// not block past ctx. Nil: no Model or Thinking option.
 	Models func(ctx context.Context) []ModelChoice
-	// AcceptMCPServers accepts a non-empty mcpServers list (logged, not yet
-	// used) instead of rejecting it with upstream's text.
+	// AcceptMCPServers accepts a non-empty mcpServers list instead of
+	// rejecting it with upstream's text; it is connected through MCP when
+	// set (else logged and unused).
 	AcceptMCPServers bool
+	// MCP connects sessions to the client's MCP servers and makes
+	// initialize advertise mcpCapabilities (nil: none).
+	MCP MCPConnector
 	// RequireElicitation sends questions only to clients that advertise
 	// elicitation (upstream sends them regardless).
 	RequireElicitation bool

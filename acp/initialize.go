@@ -28,6 +28,7 @@ func (s *Server) initialize(params json.RawMessage) (any, error) {
 		AgentCapabilities: AgentCapabilities{
 			LoadSession:         true,
 			PromptCapabilities:  PromptCapabilities{EmbeddedContext: s.opts.PromptContext},
+			MCPCapabilities:     s.mcpCapabilities(),
 			SessionCapabilities: sc,
 		},
 		AuthMethods: s.authMethods(),

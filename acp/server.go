@@ -54,6 +54,9 @@ type liveSession struct {
 	// cards holds the tool_call card of each running call, for the
 	// permission requests it raises (guarded by Server.mu).
 	cards map[string]ToolCallCard
+	// mcp holds the client's MCP servers until the response naming the
+	// session is written (guarded by Server.mu).
+	mcp []json.RawMessage
 }
 
 // inflight is a session/prompt awaiting its answer.
@@ -148,6 +151,7 @@ func (s *Server) Handle(ctx context.Context, _ *jsonrpc2.Conn, req *jsonrpc2.Req
 	}
 	s.answer(req.ID, result, err)
 	if r, ok := result.(NewSessionResponse); ok && err == nil {
+		s.connectMCP(r.SessionID)
 		s.advertiseCommands(r.SessionID)
 	}
 }

@@ -29,7 +29,10 @@ func (s *Server) checkWorkspace(cwd string, extraDirs []string, mcpServers []jso
 		if !s.opts.AcceptMCPServers {
 			return invalidParams("mcpServers is not supported in this MVP")
 		}
-		s.log.Info().Int("count", len(mcpServers)).Msg("client MCP servers received; not used yet")
+		if s.opts.MCP == nil {
+			s.log.Info().Int("count", len(mcpServers)).Msg("client MCP servers received; not used")
+		}
+		return s.checkMCP(mcpServers)
 	}
 	return nil
 }
@@ -88,6 +91,7 @@ func (s *Server) newSession(ctx context.Context, params json.RawMessage) (any, e
 	if err != nil {
 		return nil, err
 	}
+	s.holdMCP(ls, req.MCPServers)
 	return NewSessionResponse{SessionID: sess.ID(), ConfigOptions: s.shownOptions(ls), Modes: s.modeState(sess)}, nil
 }
 
@@ -160,6 +164,13 @@ var knobOfEvent = map[string]string{
 // loadSession handles session/load: checks, resume, replay of the whole log
 // as session/update notifications, then the answer.
 func (s *Server) loadSession(ctx context.Context, id jsonrpc2.ID, params json.RawMessage) (any, error) {
+	return s.reopen(ctx, id, params, true)
+}
+
+// reopen serves session/load (replay: the whole log is shown first) and
+// session/resume (no replay): the stored session becomes live, answered
+// from its own goroutine.
+func (s *Server) reopen(ctx context.Context, id jsonrpc2.ID, params json.RawMessage, replay bool) (any, error) {
 	var req LoadSessionRequest
 	if err := decode(params, &req); err != nil {
 		return nil, err
@@ -180,19 +191,20 @@ func (s *Server) loadSession(ctx context.Context, id jsonrpc2.ID, params json.Ra
 	s.work.Add(1)
 	go func() {
 		defer s.work.Done()
-		result, err := s.resume(ctx, req, terminal)
+		result, err := s.resume(ctx, req, terminal, replay)
 		s.mu.Lock()
 		delete(s.loading, req.SessionID)
 		s.mu.Unlock()
 		s.answer(id, result, err)
 		if err == nil {
+			s.connectMCP(req.SessionID)
 			s.advertiseCommands(req.SessionID)
 		}
 	}()
 	return nil, errDeferred
 }
 
-func (s *Server) resume(ctx context.Context, req LoadSessionRequest, terminal bool) (any, error) {
+func (s *Server) resume(ctx context.Context, req LoadSessionRequest, terminal, replay bool) (any, error) {
 	if err := s.checkWorkspace(req.Cwd, req.AdditionalDirectories, req.MCPServers); err != nil {
 		return nil, err
 	}
@@ -212,19 +224,22 @@ func (s *Server) resume(ctx context.Context, req LoadSessionRequest, terminal bo
 	if err != nil {
 		return nil, s.resumeError(req.SessionID, err)
 	}
-	replay := newPresenter(sess.Tools(), sess.Log().Header().Cwd, terminal, true)
-	replay.cardOrphans = s.opts.CardUnloggedCalls
-	replay.window = s.opts.ContextWindow
-	replay.editor = s.opts.EditorCards
-	for _, ev := range sess.Log().Events() {
-		for _, u := range replay.present(ev) {
-			s.notify("session/update", SessionNotification{SessionID: sess.ID(), Update: u})
+	if replay {
+		p := newPresenter(sess.Tools(), sess.Log().Header().Cwd, terminal, true)
+		p.cardOrphans = s.opts.CardUnloggedCalls
+		p.window = s.opts.ContextWindow
+		p.editor = s.opts.EditorCards
+		for _, ev := range sess.Log().Events() {
+			for _, u := range p.present(ev) {
+				s.notify("session/update", SessionNotification{SessionID: sess.ID(), Update: u})
+			}
 		}
 	}
 	ls, err := s.register(ctx, sess, terminal, invalidParams("connection closed during session/load"))
 	if err != nil {
 		return nil, err
 	}
+	s.holdMCP(ls, req.MCPServers)
 	return LoadSessionResponse{ConfigOptions: s.shownOptions(ls), Modes: s.modeState(sess)}, nil
 }
 

@@ -49,6 +49,7 @@ type PromptCapabilities struct {
 type AgentCapabilities struct {
 	LoadSession         bool                 `json:"loadSession"`
 	PromptCapabilities  PromptCapabilities   `json:"promptCapabilities"`
+	MCPCapabilities     *MCPCapabilities     `json:"mcpCapabilities,omitempty"`
 	SessionCapabilities *SessionCapabilities `json:"sessionCapabilities,omitempty"`
 }
 

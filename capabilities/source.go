@@ -96,3 +96,20 @@ func (r *Registry) closeSources(ctx context.Context) []error {
 	}
 	return errs
 }
+
+// Settler is a ToolSource whose tools may still be arriving (servers
+// connecting in the background).
+type Settler interface {
+	// Settle waits until the source's tool set is complete or ctx ends.
+	Settle(ctx context.Context)
+}
+
+// Settle waits until every attached Settler has settled or ctx ends, so a
+// model call about to be made can see tools that are a moment away.
+func (r *Registry) Settle(ctx context.Context) {
+	for _, s := range r.attached() {
+		if st, ok := s.(Settler); ok {
+			st.Settle(ctx)
+		}
+	}
+}

@@ -48,6 +48,9 @@ func (c Composition) members(o ServerOptions, approvals *approval.Service) membe
 		if c.Instructions {
 			ms = append(ms, &instructions.Nested{})
 		}
+		if !c.Upstream {
+			ms = append(ms, mcpSettle{})
+		}
 		return ms
 	}
 }

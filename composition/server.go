@@ -119,6 +119,7 @@ func (c Composition) NewServer(o ServerOptions) *acp.Server {
 		EditorConfig:        !c.Upstream,
 		Models:              models,
 		AcceptMCPServers:    !c.Upstream,
+		MCP:                 c.mcpConnector(approvals, o),
 		RequireElicitation:  !c.Upstream,
 		ContextWindow:       c.ContextWindow,
 		OfferAllowAlways:    !c.Upstream,
@@ -152,7 +153,7 @@ func (o ServerOptions) getenv() func(string) string {
 }
 
 // editorCommands are the default composition's slash commands besides
-// /undo: /mode, /model and /clear-permissions.
+// /undo: /mode, /model, /clear-permissions and, with compaction, /compact.
 func (c Composition) editorCommands(catalog *modelCatalog, grants *grantStore, consent *consentStore) []agent.Command {
 	var out []agent.Command
 	if c.Modes {
@@ -169,6 +170,9 @@ func (c Composition) editorCommands(catalog *modelCatalog, grants *grantStore, c
 	}))
 	if c.Approval != "" {
 		out = append(out, clearPermissionsCommand(grants, consent))
+	}
+	if c.compaction() != nil {
+		out = append(out, agent.CompactCommand())
 	}
 	return out
 }
@@ -187,4 +191,13 @@ type lateAsker struct{ srv *acp.Server }
 
 func (a *lateAsker) Ask(ctx context.Context, sessionID string, qs []capabilities.Question) ([]capabilities.Answer, error) {
 	return a.srv.Ask(ctx, sessionID, qs)
+}
+
+// mcpConnector connects sessions to the editor's MCP servers (the default
+// composition only: upstream rejects mcpServers).
+func (c Composition) mcpConnector(approvals *approval.Service, o ServerOptions) acp.MCPConnector {
+	if c.Upstream {
+		return nil
+	}
+	return mcpConnector{approvals: approvals, version: o.Version, log: o.Log}
 }

@@ -389,3 +389,7 @@ func (t *tailBuffer) String() string {
 	defer t.mu.Unlock()
 	return t.b.String()
 }
+
+// Settle implements capabilities.Settler: it waits until every server is
+// ready or has failed, or ctx ends.
+func (s *Set) Settle(ctx context.Context) { _ = s.Wait(ctx) }
