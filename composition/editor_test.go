@@ -556,7 +556,7 @@ func TestSlashCommands(t *testing.T) {
 			hint = c.Input.Hint
 		}
 	}
-	assert.Equal(t, []string{"undo", "mode", "model", "clear-permissions", "init", "fix", "review"}, names)
+	assert.Equal(t, []string{"undo", "mode", "model", "clear-permissions", "compact", "init", "fix", "review"}, names)
 	assert.Equal(t, "<file>", hint)
 
 	stop, _ := srv.prompt(t, sid, "/review main.go")
