@@ -22,6 +22,9 @@ func openDir(dir string) (session.Store, error) { return jsonl.Open(dir) }
 // naming that process, until the kernel drops a crashed holder's lock.
 func TestTwoProcesses(t *testing.T) { storetest.RunProcess(t, openDir) }
 
+// TestDeleteTwoProcesses: a session another process holds is not deleted.
+func TestDeleteTwoProcesses(t *testing.T) { storetest.RunDeleteProcess(t, openDir) }
+
 func TestStoreSuite(t *testing.T) {
 	storetest.Run(t, func(t *testing.T, dir string) session.Store {
 		st, err := jsonl.Open(dir)

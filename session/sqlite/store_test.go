@@ -25,6 +25,9 @@ func openDir(dir string) (session.Store, error) {
 // naming that process, until the kernel drops a crashed holder's lock.
 func TestTwoProcesses(t *testing.T) { storetest.RunProcess(t, openDir) }
 
+// TestDeleteTwoProcesses: a session another process holds is not deleted.
+func TestDeleteTwoProcesses(t *testing.T) { storetest.RunDeleteProcess(t, openDir) }
+
 func TestStoreSuite(t *testing.T) {
 	storetest.Run(t, func(t *testing.T, dir string) session.Store {
 		st, err := sqlite.Open(filepath.Join(dir, "sessions.db"))

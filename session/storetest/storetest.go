@@ -47,6 +47,7 @@ func Run(t *testing.T, open Opener) {
 	t.Run("OwnerHeldNotRepaired", func(t *testing.T) { testOwnerHeldNotRepaired(t, open) })
 	t.Run("OwnerReentrant", func(t *testing.T) { testOwnerReentrant(t, open) })
 	t.Run("OwnerLogClose", func(t *testing.T) { testOwnerLogClose(t, open) })
+	runLifecycle(t, open, mk)
 }
 
 func testAppendReload(t *testing.T, st session.Store) {
