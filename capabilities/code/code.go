@@ -132,6 +132,9 @@ func joinLogs(logs []LogEntry) string {
 // JavaScript async function expression goja runs. A syntax error names
 // the program's line and column.
 func Transform(code string) (string, error) {
+	if err := nonErasable(code); err != nil {
+		return "", err
+	}
 	const head = "(async function (tools, console) {\n"
 	res := api.Transform(head+code+"\n})", api.TransformOptions{Loader: api.LoaderTS, Target: api.ES2017, Sourcefile: "program.ts"})
 	if len(res.Errors) > 0 {

@@ -162,3 +162,24 @@ func TestCard(t *testing.T) {
 	raw := code.Tool{}.PresentResult(nil, session.ToolResult{Meta: json.RawMessage(`{"logs":[],"dispatches":1}`)})
 	assert.Nil(t, raw.Content, "no logs: the raw result")
 }
+
+func TestOnlyErasableTypeScript(t *testing.T) {
+	for src, want := range map[string]string{
+		"const a = 1\nenum Color { Red }":                         "SyntaxError: TypeScript enum declarations are not erasable syntax (only type annotations can be stripped; write plain JavaScript instead) (line 2, column 1)",
+		"  namespace NS { export const x = 1 }":                   "SyntaxError: TypeScript namespace blocks are not erasable syntax (only type annotations can be stripped; write plain JavaScript instead) (line 1, column 3)",
+		"class A {\n  constructor(public x: number, y: string) {}\n}": "SyntaxError: TypeScript constructor parameter properties are not erasable syntax (only type annotations can be stripped; write plain JavaScript instead) (line 2, column 15)",
+	} {
+		_, err := code.Transform(src)
+		require.Error(t, err, src)
+		assert.Equal(t, want, err.Error())
+	}
+	for _, ok := range []string{
+		"declare enum E { A }\nconst s = 'enum X { }'; // enum Y {}\nreturn s",
+		"type T = { a: string }; interface I { b?: number }; const v = {a: 'x'} satisfies T; return v as unknown as I",
+		"class B { constructor(x: number) { this.x = x } x: number }\nreturn new B(1).x",
+		"const enumValue = 3; const module = {x: 1}; return enumValue + module.x",
+	} {
+		_, err := code.Transform(ok)
+		assert.NoError(t, err, ok)
+	}
+}

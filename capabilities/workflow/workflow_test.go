@@ -269,3 +269,20 @@ func TestProgressCountsAgentsInCallOrder(t *testing.T) {
 	assert.Contains(t, []string{"Run — 1 of 2 agents done\n• a\n• b", "Run — 1 of 2 agents done, 1 failed\n• a\n• b"}, shown[2])
 	assert.Equal(t, "Run — 2 of 2 agents done, 1 failed\n• a\n• b", shown[3])
 }
+
+func TestAgentModelOptionIsTheChildsModel(t *testing.T) {
+	f := newFixture(t, workflow.Config{})
+	text, isErr := f.run(t, context.Background(), `return await agent("ECHO m", {model: "other-model", phase: "p", label: "l"})`)
+	require.False(t, isErr, text)
+	kids := f.env.Children(t, f.parent.ID())
+	require.Len(t, kids, 1)
+	_, events, err := f.env.Store.Load(context.Background(), kids[0].ID)
+	require.NoError(t, err)
+	for _, e := range events {
+		if e.Type == session.TypeRequestHeader {
+			assert.Contains(t, string(e.Data), `"config":{"model":"other-model"}`)
+			return
+		}
+	}
+	t.Fatal("no request/header in the child's log")
+}
