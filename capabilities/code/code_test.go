@@ -165,8 +165,8 @@ func TestCard(t *testing.T) {
 
 func TestOnlyErasableTypeScript(t *testing.T) {
 	for src, want := range map[string]string{
-		"const a = 1\nenum Color { Red }":                         "SyntaxError: TypeScript enum declarations are not erasable syntax (only type annotations can be stripped; write plain JavaScript instead) (line 2, column 1)",
-		"  namespace NS { export const x = 1 }":                   "SyntaxError: TypeScript namespace blocks are not erasable syntax (only type annotations can be stripped; write plain JavaScript instead) (line 1, column 3)",
+		"const a = 1\nenum Color { Red }":                             "SyntaxError: TypeScript enum declarations are not erasable syntax (only type annotations can be stripped; write plain JavaScript instead) (line 2, column 1)",
+		"  namespace NS { export const x = 1 }":                       "SyntaxError: TypeScript namespace blocks are not erasable syntax (only type annotations can be stripped; write plain JavaScript instead) (line 1, column 3)",
 		"class A {\n  constructor(public x: number, y: string) {}\n}": "SyntaxError: TypeScript constructor parameter properties are not erasable syntax (only type annotations can be stripped; write plain JavaScript instead) (line 2, column 15)",
 	} {
 		_, err := code.Transform(src)
