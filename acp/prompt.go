@@ -34,11 +34,24 @@ func (s *Server) prompt(ctx context.Context, id jsonrpc2.ID, params json.RawMess
 		return nil, invalidParams("a prompt is already in flight for this session")
 	}
 	blocks := req.Prompt
-	if s.opts.PromptContext {
+	if s.opts.PromptContext || s.opts.PromptCommands != nil {
+		// Files are read without holding the bridge's lock; prompts are
+		// handled one at a time in the read loop, so none can overtake
+		// this one meanwhile, and only teardown needs checking again.
+		s.mu.Unlock()
 		var err error
-		if blocks, err = withContext(blocks, ls.s.Log().Header().Cwd); err != nil {
-			s.mu.Unlock()
+		if s.opts.PromptContext {
+			if blocks, err = withContext(blocks, ls.s.Log().Header().Cwd); err != nil {
+				return nil, err
+			}
+		}
+		if blocks, err = s.expandBlocks(ls, blocks); err != nil {
 			return nil, err
+		}
+		s.mu.Lock()
+		if s.closed {
+			s.mu.Unlock()
+			return nil, errDisposed()
 		}
 	}
 	text, err := flatten(blocks, s.maxPrompt())
@@ -46,7 +59,6 @@ func (s *Server) prompt(ctx context.Context, id jsonrpc2.ID, params json.RawMess
 		s.mu.Unlock()
 		return nil, err
 	}
-	text = s.expandCommand(ls, text)
 	// The turn's context exists before the read loop moves on, so a cancel
 	// that arrives right behind the prompt always reaches it.
 	turnCtx, cancel := context.WithCancelCause(context.WithoutCancel(ctx))
@@ -78,6 +90,18 @@ func (s *Server) prompt(ctx context.Context, id jsonrpc2.ID, params json.RawMess
 		s.settle(ls, p, func() { s.answerTurn(id, reason) })
 	}()
 	return nil, errDeferred
+}
+
+// expandBlocks replaces a prompt command invocation (the prompt's text
+// when it is one line of text starting with "/") by the command's prompt.
+func (s *Server) expandBlocks(ls *liveSession, blocks []ContentBlock) ([]ContentBlock, error) {
+	if s.opts.PromptCommands == nil || len(blocks) != 1 || blocks[0].Type != "text" {
+		return blocks, nil
+	}
+	if text := s.expandCommand(ls, blocks[0].Text); text != blocks[0].Text {
+		return []ContentBlock{{Type: "text", Text: text}}, nil
+	}
+	return blocks, nil
 }
 
 // settle answers p once: the first of turn end and cancel wins.
