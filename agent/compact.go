@@ -189,7 +189,7 @@ func (s *Session) compact(ctx context.Context, turn, step int, why string) (stri
 	}
 	msgs, _ := deriveHistory(compacted(events[:boundary]))
 	msgs = append(msgs, llm.Message{Role: roleUser, Content: []session.Block{session.TextBlock(compactRequest)}})
-	cfg := llm.Config{Model: s.rt.cfg.Model}
+	cfg := s.requestConfig() // the session's model, as its next request would name it
 	var maxTokens *int
 	if c := s.rt.cfg.Compaction; c != nil && c.MaxTokens > 0 {
 		mt := c.MaxTokens
