@@ -3,6 +3,9 @@ package agent
 import (
 	"context"
 	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -13,6 +16,7 @@ import (
 
 	"github.com/dsh-acp/dsh-acp/agent/llm"
 	"github.com/dsh-acp/dsh-acp/capabilities"
+	"github.com/dsh-acp/dsh-acp/capabilities/fs"
 	"github.com/dsh-acp/dsh-acp/session"
 )
 
@@ -137,4 +141,33 @@ func TestAnEmptyAnswerIsRetriedOnce(t *testing.T) {
 	s = hygieneSession(t, p)
 	require.Equal(t, session.EndReason{Kind: session.EndCompleted}, s.Prompt(context.Background(), "hello"))
 	require.Equal(t, int32(2), p.n.Load())
+}
+
+func TestConcurrentRealReadsAreRaceFree(t *testing.T) {
+	dir := t.TempDir()
+	var calls []llm.Chunk
+	for i := range 8 {
+		name := fmt.Sprintf("f%d.txt", i)
+		require.NoError(t, os.WriteFile(filepath.Join(dir, name), []byte(fmt.Sprintf("file %d\n", i)), 0o644))
+		calls = append(calls, toolCall(i, fmt.Sprintf("c%d", i), "read", `{"file_path":"`+name+`"}`)...)
+	}
+	p := &scripted{calls: [][]llm.Chunk{append(calls, finish(llm.FinishToolCalls)), {text(0, "ok"), finish(llm.FinishStop)}}}
+	rt := NewRuntime(Config{Model: "m", Provider: p, Clock: func() int64 { return 0 }, NewID: func() string { return "s" },
+		Tools: func(capabilities.Env) *capabilities.Registry {
+			return capabilities.NewRegistry(fs.New(fs.Options{Confine: true})...)
+		},
+		Log: zerolog.Nop(), ParallelTools: []string{"read"}})
+	s, err := rt.NewSession(context.Background(), dir)
+	require.NoError(t, err)
+	require.Equal(t, session.EndReason{Kind: session.EndCompleted}, s.Prompt(context.Background(), "read"))
+	i := 0
+	for _, e := range s.Log().Events() {
+		if e.Type == session.TypeToolResult {
+			var r session.ToolResult
+			require.NoError(t, json.Unmarshal(e.Data, &r))
+			require.Contains(t, r.Content[0].Text, fmt.Sprintf("1: file %d\n", i))
+			i++
+		}
+	}
+	require.Equal(t, 8, i)
 }
