@@ -42,6 +42,9 @@ type Catalogue struct {
 	Skills []Skill
 	// Problems name the SKILL.md files that were skipped, and why.
 	Problems []string
+	// Skipped names the skipped skill folders (without their directory),
+	// and why, for the model.
+	Skipped []string
 }
 
 // Lookup returns the skill named name.
@@ -95,6 +98,7 @@ func Load(dirs ...string) *Catalogue {
 			s, _, err := parseFile(path)
 			if err != nil {
 				c.Problems = append(c.Problems, fmt.Sprintf("%s: %v (skipped)", path, err))
+				c.Skipped = append(c.Skipped, fmt.Sprintf("%s (%v)", e.Name(), err))
 				continue
 			}
 			if seen[s.Name] {

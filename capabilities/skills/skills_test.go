@@ -85,3 +85,13 @@ func TestDirs(t *testing.T) {
 	env["CLAUDE_CONFIG_DIR"] = "/c"
 	require.Equal(t, []string{"/p/.claude/skills", "/c/skills"}, Dirs("/p", get))
 }
+
+func TestAskingForAMalformedSkillNamesWhyItWasSkipped(t *testing.T) {
+	dir := t.TempDir()
+	write(t, filepath.Join(dir, "good", FileName), "---\nname: good\ndescription: fine\n---\nok")
+	write(t, filepath.Join(dir, "deploy", FileName), "---\nname: deploy\n---\nno description")
+	r := capabilities.NewRegistry(&Tool{Catalogue: Load(dir)})
+	out := r.Execute(context.Background(), nil, "c", "skill", `{"name":"deploy"}`)
+	require.True(t, out.IsError)
+	require.Equal(t, `Error: no skill named "deploy"; available: good; skipped as malformed: deploy (front matter has no description)`, out.Content[0].Text)
+}

@@ -3,6 +3,7 @@ package skills
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"strings"
 
@@ -49,7 +50,11 @@ func (t *Tool) Run(_ context.Context, call *capabilities.Call) (capabilities.Res
 		for _, s := range t.Catalogue.Skills {
 			names = append(names, s.Name)
 		}
-		return capabilities.Result{}, fmt.Errorf("no skill named %q; available: %s", a.Name, strings.Join(names, ", "))
+		msg := fmt.Sprintf("no skill named %q; available: %s", a.Name, strings.Join(names, ", "))
+		if len(t.Catalogue.Skipped) > 0 {
+			msg += "; skipped as malformed: " + strings.Join(t.Catalogue.Skipped, ", ")
+		}
+		return capabilities.Result{}, errors.New(msg)
 	}
 	body, err := Body(s)
 	if err != nil {
