@@ -110,6 +110,10 @@ type Options struct {
 	// model as the user's prompt. They are advertised after the session's
 	// own commands, which win a name clash. Nil: none.
 	PromptCommands func(cwd string) []PromptCommand
+	// Images, with PromptContext, advertises image prompts (the default
+	// model accepts them) and passes image blocks to the model while the
+	// session's model accepts them (its ModelChoice says so).
+	Images bool
 	// Grants, with DetailedPermissions, remembers "always allow in this
 	// project" answers (nil: not offered).
 	Grants ProjectGrants
@@ -199,6 +203,8 @@ type ModelChoice struct {
 	// Thinking says the model takes the thinking switch (the Thinking
 	// option is shown while it is the session's model).
 	Thinking bool
+	// Images says the model accepts images in prompts.
+	Images bool
 }
 
 // FromRuntime adapts an agent runtime to the bridge's Agent surface.

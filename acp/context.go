@@ -1,6 +1,7 @@
 package acp
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"io"
@@ -10,6 +11,9 @@ import (
 	"path/filepath"
 	"strings"
 	"unicode/utf8"
+
+	"github.com/dsh-acp/dsh-acp/internal/jsonx"
+	"github.com/dsh-acp/dsh-acp/session"
 )
 
 // MaxContextFileBytes bounds the content one attached file or resource
@@ -20,7 +24,7 @@ const MaxContextFileBytes = 256 << 10
 // as text blocks for the model: an embedded resource's text and a linked
 // local file's content, each bounded and named by its path. Images and
 // audio are refused with a message the user can act on.
-func withContext(blocks []ContentBlock, cwd string) ([]ContentBlock, error) {
+func withContext(blocks []ContentBlock, cwd string, images bool) ([]ContentBlock, error) {
 	out := make([]ContentBlock, 0, len(blocks))
 	for _, b := range blocks {
 		switch b.Type {
@@ -33,13 +37,60 @@ func withContext(blocks []ContentBlock, cwd string) ([]ContentBlock, error) {
 			out = append(out, ContentBlock{Type: "text", Text: embedded(*b.Resource)})
 		case "resource_link":
 			out = append(out, ContentBlock{Type: "text", Text: linked(b, cwd)})
-		case "image", "audio":
+		case "image":
+			if !images {
+				return nil, invalidParams("the model of this session does not take image input; describe it in text, or attach a file it can read instead")
+			}
+			if b.Data == "" {
+				return nil, invalidParams("an image block has no data")
+			}
+			out = append(out, ContentBlock{Type: "image", MimeType: b.MimeType, Data: b.Data})
+		case "audio":
 			return nil, invalidParams("the model of this session does not take %s input; describe it in text, or attach a file it can read instead", b.Type)
 		default:
 			return nil, invalidParams("prompt content of type %q is not supported", b.Type)
 		}
 	}
 	return out, nil
+}
+
+// splitImages separates a prompt's image blocks (as logged blocks) from
+// the rest.
+func splitImages(blocks []ContentBlock) ([]ContentBlock, []session.Block) {
+	var rest []ContentBlock
+	var images []session.Block
+	for _, b := range blocks {
+		if b.Type != "image" {
+			rest = append(rest, b)
+			continue
+		}
+		images = append(images, session.Block{Type: "image", Raw: jsonx.MustMarshal(struct {
+			Type     string `json:"type"`
+			MimeType string `json:"mimeType"`
+			Data     string `json:"data"`
+		}{"image", b.MimeType, b.Data})})
+	}
+	return rest, images
+}
+
+// imagesAccepted reports whether the session's current model takes
+// images.
+func (s *Server) imagesAccepted(ls *liveSession) bool {
+	if !s.opts.Images {
+		return false
+	}
+	model, ok := ls.s.Knob(optionModel)
+	if !ok || s.opts.Models == nil {
+		return true
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), modelListWait)
+	defer cancel()
+	for _, m := range s.models(ctx, model) {
+		if m.ID == model {
+			return m.Images
+		}
+	}
+	return false
 }
 
 // embedded is an embedded resource as context text.

@@ -27,7 +27,7 @@ func (s *Server) initialize(params json.RawMessage) (any, error) {
 		AgentInfo:       Implementation{Name: s.opts.AgentName, Title: s.opts.AgentTitle, Version: s.opts.AgentVersion},
 		AgentCapabilities: AgentCapabilities{
 			LoadSession:         true,
-			PromptCapabilities:  PromptCapabilities{EmbeddedContext: s.opts.PromptContext},
+			PromptCapabilities:  PromptCapabilities{Image: s.opts.PromptContext && s.opts.Images, EmbeddedContext: s.opts.PromptContext},
 			MCPCapabilities:     s.mcpCapabilities(),
 			SessionCapabilities: sc,
 		},

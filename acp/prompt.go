@@ -34,6 +34,7 @@ func (s *Server) prompt(ctx context.Context, id jsonrpc2.ID, params json.RawMess
 		return nil, invalidParams("a prompt is already in flight for this session")
 	}
 	blocks := req.Prompt
+	var images []session.Block
 	if s.opts.PromptContext || s.opts.PromptCommands != nil {
 		// Files are read without holding the bridge's lock; prompts are
 		// handled one at a time in the read loop, so none can overtake
@@ -41,8 +42,12 @@ func (s *Server) prompt(ctx context.Context, id jsonrpc2.ID, params json.RawMess
 		s.mu.Unlock()
 		var err error
 		if s.opts.PromptContext {
-			if blocks, err = withContext(blocks, ls.s.Log().Header().Cwd); err != nil {
+			if blocks, err = withContext(blocks, ls.s.Log().Header().Cwd, s.imagesAccepted(ls)); err != nil {
 				return nil, err
+			}
+			blocks, images = splitImages(blocks)
+			if len(blocks) == 0 {
+				blocks = []ContentBlock{{Type: "text", Text: "(see the image)"}}
 			}
 		}
 		if blocks, err = s.expandBlocks(ls, blocks); err != nil {
@@ -70,7 +75,12 @@ func (s *Server) prompt(ctx context.Context, id jsonrpc2.ID, params json.RawMess
 	go func() {
 		defer s.work.Done()
 		defer cancel(nil)
-		reason := ls.s.Prompt(turnCtx, text)
+		var reason session.EndReason
+		if cp, ok := ls.s.(contentPrompter); ok && len(images) > 0 {
+			reason = cp.PromptContent(turnCtx, append([]session.Block{session.TextBlock(text)}, images...))
+		} else {
+			reason = ls.s.Prompt(turnCtx, text)
+		}
 		// The answer claims the turn happened, so its events must be in the
 		// store (the agent flushed at turn/end; a failed flush left them
 		// pending, and this retries them).
@@ -90,6 +100,12 @@ func (s *Server) prompt(ctx context.Context, id jsonrpc2.ID, params json.RawMess
 		s.settle(ls, p, func() { s.answerTurn(id, reason) })
 	}()
 	return nil, errDeferred
+}
+
+// contentPrompter is a Session that takes a message of several blocks
+// (images with the text).
+type contentPrompter interface {
+	PromptContent(ctx context.Context, content []session.Block) session.EndReason
 }
 
 // expandBlocks replaces a prompt command invocation (the prompt's text

@@ -138,6 +138,7 @@ type ContentBlock struct {
 	Name     string            `json:"name,omitempty"`
 	URI      string            `json:"uri,omitempty"`
 	MimeType string            `json:"mimeType,omitempty"`
+	Data     string            `json:"data,omitempty"`
 	Resource *EmbeddedResource `json:"resource,omitempty"`
 }
 

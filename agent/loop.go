@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"strconv"
+	"strings"
 
 	"github.com/dsh-acp/dsh-acp/agent/llm"
 	"github.com/dsh-acp/dsh-acp/agent/pipeline"
@@ -19,6 +20,19 @@ import (
 // before the cancel): nothing is logged and the reason is "aborted". A
 // prompt queued after the cancel runs normally.
 func (s *Session) Prompt(ctx context.Context, text string) session.EndReason {
+	return s.PromptContent(ctx, []session.Block{session.TextBlock(text)})
+}
+
+// PromptContent is Prompt for a message of several blocks (text and
+// images); a slash command is recognised in its text.
+func (s *Session) PromptContent(ctx context.Context, content []session.Block) session.EndReason {
+	var tb strings.Builder
+	for _, b := range content {
+		if b.Type == session.BlockText {
+			tb.WriteString(b.Text)
+		}
+	}
+	text := tb.String()
 	s.mu.Lock()
 	s.tickets++
 	ticket := s.tickets
@@ -59,7 +73,7 @@ func (s *Session) Prompt(ctx context.Context, text string) session.EndReason {
 		cancel()
 	}()
 
-	prompt := pipeline.Prompt{Turn: turn, Content: []session.Block{session.TextBlock(text)}, Source: session.UserSource}
+	prompt := pipeline.Prompt{Turn: turn, Content: content, Source: session.UserSource}
 	var reason session.EndReason
 	if d := s.pipe.SubmitPrompt(turnCtx, s, prompt); d.Block {
 		// The turn's only prompt is blocked: the turn is rejected.

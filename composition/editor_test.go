@@ -700,3 +700,41 @@ func TestAlwaysAllowWideningIsAnnounced(t *testing.T) {
 	require.Len(t, ups, 1)
 	assert.Equal(t, "danger-full-access", current(t, specOptions(t, ups[0]), "_sandbox"))
 }
+
+// A model configured to accept images gets them: image is advertised, and
+// a pasted image reaches the model's request with the text; a session
+// switched to a model without images refuses them with a clear message.
+func TestImagesReachAModelThatTakesThem(t *testing.T) {
+	root, ws := t.TempDir(), t.TempDir()
+	p := newProvider()
+	srv := serveWith(t, "default", openStore(t, root), ws, p, map[string]any{}, nil, func(so *composition.ServerOptions) {
+		so.Models = []composition.ModelConfig{{ID: defaultModel, Images: true}, {ID: "text-only"}}
+	})
+	var init struct {
+		Result struct {
+			AgentCapabilities struct {
+				PromptCapabilities struct{ Image bool } `json:"promptCapabilities"`
+			} `json:"agentCapabilities"`
+		} `json:"result"`
+	}
+	require.NoError(t, json.Unmarshal([]byte(srv.c.snapshot()[0]), &init))
+	assert.True(t, init.Result.AgentCapabilities.PromptCapabilities.Image)
+
+	sid := srv.newSession(t, ws).SessionID
+	image := map[string]any{"type": "image", "mimeType": "image/png", "data": "iVBORw0KGgo="}
+	_, ch := srv.c.request("session/prompt", map[string]any{"sessionId": sid, "prompt": []map[string]any{{"type": "text", "text": "what is this?"}, image}})
+	f := srv.c.await(ch, "session/prompt")
+	require.Empty(t, string(f.Error))
+	reqs := p.requestsFor(sid)
+	require.Len(t, reqs, 1)
+	last := reqs[0].Messages[len(reqs[0].Messages)-1]
+	require.Len(t, last.Content, 2)
+	assert.Equal(t, "what is this?", last.Content[0].Text)
+	assert.Equal(t, "image", last.Content[1].Type)
+	assert.JSONEq(t, `{"type":"image","mimeType":"image/png","data":"iVBORw0KGgo="}`, string(last.Content[1].Raw))
+
+	srv.setConfig(t, sid, "model", "text-only")
+	_, ch = srv.c.request("session/prompt", map[string]any{"sessionId": sid, "prompt": []map[string]any{{"type": "text", "text": "and this?"}, image}})
+	f = srv.c.await(ch, "session/prompt")
+	assert.Contains(t, string(f.Error), "does not take image input")
+}

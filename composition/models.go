@@ -124,7 +124,7 @@ func (c *modelCatalog) choices(ctx context.Context) []acp.ModelChoice {
 	ms := c.models(ctx)
 	out := make([]acp.ModelChoice, len(ms))
 	for i, m := range ms {
-		out[i] = acp.ModelChoice{ID: m.ID, Name: m.Name, Description: m.Description, Thinking: m.Thinking == nil || *m.Thinking}
+		out[i] = acp.ModelChoice{ID: m.ID, Name: m.Name, Description: m.Description, Thinking: m.Thinking == nil || *m.Thinking, Images: m.Images}
 	}
 	return out
 }

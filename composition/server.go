@@ -126,6 +126,7 @@ func (c Composition) NewServer(o ServerOptions) *acp.Server {
 		DetailedPermissions: !c.Upstream,
 		EditorCards:         !c.Upstream,
 		PromptContext:       !c.Upstream,
+		Images:              !c.Upstream && acceptsImages(o.Models, c.Model),
 		Grants:              grantsOfACP,
 		PromptCommands:      prompts,
 		EnvAuth:             auth,

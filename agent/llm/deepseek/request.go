@@ -171,6 +171,14 @@ func appendUser(out []any, blocks []session.Block) []any {
 		}
 		results = append(results, toolMessage{Role: "tool", ToolCallID: b.ToolCallID, Content: content})
 	}
+	if parts := imageParts(blocks); parts != nil {
+		// A message with images: OpenAI-style content parts.
+		out = append(out, partsMessage{Role: "user", Content: append([]contentPart{{Type: "text", Text: text}}, parts...)})
+		for _, r := range results {
+			out = append(out, r)
+		}
+		return out
+	}
 	if len(results) == 0 {
 		return append(out, textMessage{Role: "user", Content: text})
 	}
@@ -181,6 +189,44 @@ func appendUser(out []any, blocks []session.Block) []any {
 		out = append(out, r)
 	}
 	return out
+}
+
+// partsMessage is a user message of content parts (text and images).
+type partsMessage struct {
+	Role    string        `json:"role"`
+	Content []contentPart `json:"content"`
+}
+
+// contentPart is one part of a partsMessage.
+type contentPart struct {
+	Type     string    `json:"type"`
+	Text     string    `json:"text,omitempty"`
+	ImageURL *imageURL `json:"image_url,omitempty"`
+}
+
+type imageURL struct {
+	URL string `json:"url"`
+}
+
+// imageParts returns the image blocks of a user message as data-URL parts
+// (nil when there are none). An image block is logged raw:
+// {"type":"image","mimeType":…,"data":<base64>}.
+func imageParts(blocks []session.Block) []contentPart {
+	var parts []contentPart
+	for _, b := range blocks {
+		if b.Type != "image" || b.Raw == nil {
+			continue
+		}
+		var img struct {
+			MimeType string `json:"mimeType"`
+			Data     string `json:"data"`
+		}
+		if json.Unmarshal(b.Raw, &img) != nil || img.Data == "" {
+			continue
+		}
+		parts = append(parts, contentPart{Type: "image_url", ImageURL: &imageURL{URL: "data:" + img.MimeType + ";base64," + img.Data}})
+	}
+	return parts
 }
 
 // joinText concatenates the text blocks of blocks.

@@ -108,3 +108,12 @@ func TestBuildBodyRequestThinking(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, `{"model":"m","messages":[],"stream":true,"stream_options":{"include_usage":true},"thinking":{"type":"enabled"}}`, string(b))
 }
+
+// A user message with an image is sent as content parts, the image as a
+// data URL.
+func TestBuildBodyImage(t *testing.T) {
+	img := session.Block{Type: "image", Raw: json.RawMessage(`{"type":"image","mimeType":"image/png","data":"iVBORw0KGgo="}`)}
+	b, err := buildBody(&llm.Request{Config: llm.Config{Model: "m"}, Messages: []llm.Message{{Role: "user", Content: []session.Block{session.TextBlock("what is it?"), img}}}}, requestOptions{})
+	require.NoError(t, err)
+	require.Equal(t, `{"model":"m","messages":[{"role":"user","content":[{"type":"text","text":"what is it?"},{"type":"image_url","image_url":{"url":"data:image/png;base64,iVBORw0KGgo="}}]}],"stream":true,"stream_options":{"include_usage":true}}`, string(b))
+}
