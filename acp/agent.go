@@ -88,6 +88,9 @@ type Options struct {
 	RequireElicitation bool
 	// ListSessions answers session/list (upstream: method not found).
 	ListSessions bool
+	// Lifecycle answers and advertises session/resume, session/close and
+	// session/delete (upstream: method not found).
+	Lifecycle bool
 	// OfferAllowAlways adds an "Always allow in this session" option to
 	// permission requests (upstream offers allow-once and reject only).
 	OfferAllowAlways bool

@@ -29,7 +29,7 @@ func (s *Server) initialize(params json.RawMessage) (any, error) {
 			LoadSession:         true,
 			PromptCapabilities:  PromptCapabilities{Image: s.opts.PromptContext && s.opts.Images, EmbeddedContext: s.opts.PromptContext},
 			MCPCapabilities:     s.mcpCapabilities(),
-			SessionCapabilities: sc,
+			SessionCapabilities: s.lifecycleCapabilities(sc),
 		},
 		AuthMethods: s.authMethods(),
 	}, nil

@@ -3,9 +3,11 @@ package acp
 import (
 	"context"
 	"encoding/json"
-	"path"
-	"sort"
+	"errors"
 	"strings"
+	"time"
+
+	"github.com/dsh-acp/dsh-acp/session"
 )
 
 // ListSessionsRequest is the params of session/list.
@@ -19,16 +21,22 @@ type SessionInfo struct {
 	SessionID string `json:"sessionId"`
 	Cwd       string `json:"cwd"`
 	Title     string `json:"title,omitempty"`
+	// UpdatedAt is the time of the session's last event (ISO 8601, UTC).
+	UpdatedAt string `json:"updatedAt,omitempty"`
 }
 
 // ListSessionsResponse is the result of session/list.
 type ListSessionsResponse struct {
-	Sessions []SessionInfo `json:"sessions"`
+	Sessions   []SessionInfo `json:"sessions"`
+	NextCursor string        `json:"nextCursor,omitempty"`
 }
 
+// ListPageSize is how many sessions one session/list page holds.
+const ListPageSize = 50
+
 // listSessions handles session/list: the stored top-level sessions with an
-// absolute cwd (optionally only those of one directory), newest first. No
-// timestamp of last activity is given: the store keeps only creation times.
+// absolute cwd (optionally only those of one directory), most recently
+// updated first, a page at a time (nextCursor continues).
 func (s *Server) listSessions(ctx context.Context, params json.RawMessage) (any, error) {
 	var req ListSessionsRequest
 	if len(params) > 0 && string(params) != "null" {
@@ -39,20 +47,42 @@ func (s *Server) listSessions(ctx context.Context, params json.RawMessage) (any,
 	if req.Cwd != nil && !strings.HasPrefix(*req.Cwd, "/") {
 		return nil, invalidParams("cwd must be an absolute path: %s", *req.Cwd)
 	}
-	hs, err := s.agent.ListSessions(ctx)
+	var sums []session.Summary
+	if sm, ok := s.agent.(sessionSummarizer); ok {
+		var err error
+		if sums, err = sm.SessionSummaries(ctx); err != nil {
+			return nil, err
+		}
+	} else {
+		hs, err := s.agent.ListSessions(ctx)
+		if err != nil {
+			return nil, err
+		}
+		for _, h := range hs {
+			sums = append(sums, session.Summary{Header: h, UpdatedAt: h.CreatedAt})
+		}
+	}
+	q := session.ListQuery{Limit: ListPageSize, Keep: func(sm session.Summary) bool {
+		return sm.Header.ParentSession == "" && strings.HasPrefix(sm.Header.Cwd, "/")
+	}}
+	if req.Cwd != nil {
+		q.Cwd = *req.Cwd
+	}
+	if req.Cursor != nil {
+		q.Cursor = *req.Cursor
+	}
+	page, err := session.Paginate(sums, q)
+	if errors.Is(err, session.ErrBadCursor) {
+		return nil, invalidParams("%v", err)
+	}
 	if err != nil {
 		return nil, err
 	}
-	sort.SliceStable(hs, func(i, j int) bool { return hs[i].CreatedAt > hs[j].CreatedAt })
-	out := ListSessionsResponse{Sessions: []SessionInfo{}}
-	for _, h := range hs {
-		if h.ParentSession != "" || !strings.HasPrefix(h.Cwd, "/") {
-			continue
-		}
-		if req.Cwd != nil && path.Clean(*req.Cwd) != path.Clean(h.Cwd) {
-			continue
-		}
-		out.Sessions = append(out.Sessions, SessionInfo{SessionID: h.ID, Cwd: h.Cwd, Title: s.agent.SessionTitle(ctx, h.ID)})
+	out := ListSessionsResponse{Sessions: []SessionInfo{}, NextCursor: page.Next}
+	for _, sm := range page.Sessions {
+		h := sm.Header
+		out.Sessions = append(out.Sessions, SessionInfo{SessionID: h.ID, Cwd: h.Cwd, Title: s.agent.SessionTitle(ctx, h.ID),
+			UpdatedAt: time.UnixMilli(sm.UpdatedAt).UTC().Format("2006-01-02T15:04:05.000Z")})
 	}
 	return out, nil
 }

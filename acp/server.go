@@ -235,6 +235,10 @@ func (s *Server) dispatch(ctx context.Context, id jsonrpc2.ID, method string, pa
 		if s.opts.ListSessions {
 			return s.listSessions(ctx, params)
 		}
+	case "session/resume", "session/close", "session/delete":
+		if s.opts.Lifecycle {
+			return s.lifecycle(ctx, id, method, params)
+		}
 	}
 	return nil, methodNotFound(method)
 }

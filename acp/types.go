@@ -55,7 +55,10 @@ type AgentCapabilities struct {
 
 // SessionCapabilities advertises optional session methods.
 type SessionCapabilities struct {
-	List *struct{} `json:"list,omitempty"`
+	List   *struct{} `json:"list,omitempty"`
+	Delete *struct{} `json:"delete,omitempty"`
+	Resume *struct{} `json:"resume,omitempty"`
+	Close  *struct{} `json:"close,omitempty"`
 }
 
 // InitializeResponse is the result of initialize.

@@ -131,6 +131,7 @@ func (c Composition) NewServer(o ServerOptions) *acp.Server {
 		PromptCommands:      prompts,
 		EnvAuth:             auth,
 		ListSessions:        !c.Upstream,
+		Lifecycle:           !c.Upstream,
 		CancelAfterTeardown: !c.Upstream,
 		CheckCwd:            !c.Upstream,
 		ClearErrors:         !c.Upstream,

@@ -272,6 +272,23 @@ func TestUndoAfterCrash(t *testing.T) {
 	require.Contains(t, got[len(got)-1], `Undid the file changes of turn 1.\nRestored:\n- notes.txt`)
 }
 
+// withoutUpdatedAt drops the (wall-clock) updatedAt of listed sessions,
+// after checking each has one.
+func withoutUpdatedAt(t *testing.T, raw json.RawMessage) string {
+	t.Helper()
+	var v struct {
+		Sessions []map[string]any `json:"sessions"`
+	}
+	require.NoError(t, json.Unmarshal(raw, &v))
+	for _, s := range v.Sessions {
+		require.NotEmpty(t, s["updatedAt"], "every listed session has updatedAt")
+		delete(s, "updatedAt")
+	}
+	b, err := json.Marshal(v)
+	require.NoError(t, err)
+	return string(b)
+}
+
 func strconvQuote(s string) string {
 	b, _ := json.Marshal(s)
 	return string(b)
@@ -286,7 +303,7 @@ func TestListSessions(t *testing.T) {
 	sessions, cwdA, cwdB := t.TempDir(), t.TempDir(), t.TempDir()
 	_, c := startBinary(t, cwdA, "--composition", "default", "--sessions-root", sessions, "--model-replay", model)
 	init := callOK(t, c, "initialize", map[string]any{"protocolVersion": 1, "clientCapabilities": map[string]any{}})
-	require.Contains(t, string(init), `"sessionCapabilities":{"list":{}}`)
+	require.Contains(t, string(init), `"sessionCapabilities":{"list":{},"delete":{},"resume":{},"close":{}}`)
 	var ids []string
 	for _, cwd := range []string{cwdA, cwdB} {
 		var created struct {
@@ -303,9 +320,9 @@ func TestListSessions(t *testing.T) {
 		time.Sleep(5 * time.Millisecond) // distinct creation times
 	}
 	require.JSONEq(t, `{"sessions":[{"sessionId":"`+ids[1]+`","cwd":"`+cwdB+`","title":"hi"},{"sessionId":"`+ids[0]+`","cwd":"`+cwdA+`","title":"hi"}]}`,
-		string(callOK(t, c, "session/list", map[string]any{})))
+		withoutUpdatedAt(t, callOK(t, c, "session/list", map[string]any{})))
 	require.JSONEq(t, `{"sessions":[{"sessionId":"`+ids[0]+`","cwd":"`+cwdA+`","title":"hi"}]}`,
-		string(callOK(t, c, "session/list", map[string]any{"cwd": cwdA})))
+		withoutUpdatedAt(t, callOK(t, c, "session/list", map[string]any{"cwd": cwdA})))
 
 	_, up := startBinary(t, cwdA, "--composition", "acp-agent", "--sessions-root", sessions, "--model-replay", model)
 	require.Contains(t, callErr(t, up, "session/list", map[string]any{}), `"code":-32601`)

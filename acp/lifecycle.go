@@ -1,0 +1,157 @@
+package acp
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+
+	"github.com/sourcegraph/jsonrpc2"
+
+	"github.com/dsh-acp/dsh-acp/internal/jsonx"
+	"github.com/dsh-acp/dsh-acp/session"
+)
+
+// SessionIDRequest is the params of session/close and session/delete.
+type SessionIDRequest struct {
+	SessionID string `json:"sessionId"`
+}
+
+// sessionDeleter is an Agent that can remove stored sessions.
+type sessionDeleter interface {
+	DeleteSession(ctx context.Context, id string) error
+}
+
+// sessionSummarizer is an Agent that can tell when stored sessions were
+// last written.
+type sessionSummarizer interface {
+	SessionSummaries(ctx context.Context) ([]session.Summary, error)
+}
+
+// DeleteSession implements sessionDeleter for the agent runtime.
+func (a runtimeAgent) DeleteSession(ctx context.Context, id string) error {
+	return a.rt.DeleteSession(ctx, id)
+}
+
+// SessionSummaries implements sessionSummarizer for the agent runtime.
+func (a runtimeAgent) SessionSummaries(ctx context.Context) ([]session.Summary, error) {
+	return a.rt.SessionSummaries(ctx)
+}
+
+// lifecycleCapabilities adds what Options.Lifecycle answers to sc.
+func (s *Server) lifecycleCapabilities(sc *SessionCapabilities) *SessionCapabilities {
+	if !s.opts.Lifecycle {
+		return sc
+	}
+	if sc == nil {
+		sc = &SessionCapabilities{}
+	}
+	sc.Delete, sc.Resume, sc.Close = &struct{}{}, &struct{}{}, &struct{}{}
+	return sc
+}
+
+// lifecycle dispatches session/resume, session/close and session/delete.
+func (s *Server) lifecycle(ctx context.Context, id jsonrpc2.ID, method string, params json.RawMessage) (any, error) {
+	switch method {
+	case "session/resume":
+		return s.reopen(ctx, id, params, false)
+	case "session/close":
+		return s.closeSession(ctx, id, params)
+	case "session/delete":
+		return s.deleteSession(ctx, params)
+	}
+	return nil, methodNotFound(method)
+}
+
+// closeSession handles session/close: the session's running turn is
+// cancelled (its prompt answers cancelled), then the session is disposed —
+// its tasks, MCP servers and other tool resources stop, its log is flushed
+// and the store's hold released — and the bridge forgets it. The answer
+// follows once all of that is done.
+func (s *Server) closeSession(ctx context.Context, id jsonrpc2.ID, params json.RawMessage) (any, error) {
+	var req SessionIDRequest
+	if err := decode(params, &req); err != nil {
+		return nil, err
+	}
+	s.mu.Lock()
+	switch {
+	case s.closed:
+		s.mu.Unlock()
+		return nil, errDisposed()
+	case s.loading[req.SessionID]:
+		s.mu.Unlock()
+		return nil, invalidParams("session %s is still loading; close it once it has loaded", req.SessionID)
+	}
+	ls := s.sessions[req.SessionID]
+	if ls == nil {
+		s.mu.Unlock()
+		return nil, invalidParams("unknown session: %s", req.SessionID)
+	}
+	delete(s.sessions, req.SessionID)
+	p := ls.prompt
+	if p != nil {
+		p.cancelled = true
+	}
+	s.work.Add(1)
+	s.mu.Unlock()
+
+	go func() {
+		defer s.work.Done()
+		ls.s.Cancel("session/close")
+		if p != nil {
+			p.cancel(errCancelled)
+		}
+		s.dispose(context.WithoutCancel(ctx), ls.s)
+		if p != nil {
+			// Every update of the turn is written (dispose waited for
+			// it): the prompt answers now, unless it already has.
+			s.settle(ls, p, func() { s.answer(p.id, PromptResponse{StopCancelled}, nil) })
+		}
+		if ls.unsub != nil {
+			ls.unsub()
+		}
+		s.answer(id, struct{}{}, nil)
+	}()
+	return nil, errDeferred
+}
+
+// deleteSession handles session/delete: the stored session (and its
+// child sessions) is removed. A session open in this connection, or held
+// by another process, is refused and left as it was.
+func (s *Server) deleteSession(ctx context.Context, params json.RawMessage) (any, error) {
+	var req SessionIDRequest
+	if err := decode(params, &req); err != nil {
+		return nil, err
+	}
+	s.mu.Lock()
+	switch {
+	case s.closed:
+		s.mu.Unlock()
+		return nil, errDisposed()
+	case s.sessions[req.SessionID] != nil || s.loading[req.SessionID]:
+		s.mu.Unlock()
+		return nil, invalidParams("session %s is open; close it (session/close) before deleting it", req.SessionID)
+	}
+	s.mu.Unlock()
+	d, ok := s.agent.(sessionDeleter)
+	if !ok {
+		return nil, methodNotFound("session/delete")
+	}
+	err := d.DeleteSession(ctx, req.SessionID)
+	var held *session.HeldError
+	switch {
+	case err == nil:
+		return struct{}{}, nil
+	case errors.As(err, &held):
+		who := "another process"
+		if h := held.Holder.String(); h != "" {
+			who += " (" + h + ")"
+		}
+		return nil, invalidParams("session %s is open in %s; close it there before deleting it", req.SessionID, who)
+	case errors.Is(err, session.ErrNotFound):
+		return nil, &Error{Code: CodeResourceNotFound, Message: "Resource not found: no stored session " + req.SessionID,
+			Data: jsonx.MustMarshal(struct {
+				SessionID string `json:"sessionId"`
+			}{req.SessionID})}
+	}
+	return nil, err
+}
