@@ -16,7 +16,21 @@ const (
 	// KnobThinking is the session's thinking switch, ThinkingEnabled or
 	// ThinkingDisabled (with Config.ModelKnobs).
 	KnobThinking = "thinking"
+	// KnobToolMode is how the session's tools reach the model:
+	// ToolModeNative, ToolModeCode or ToolModeBoth (with
+	// Config.ToolModeKnob).
+	KnobToolMode = "tool-mode"
 )
+
+// Tool mode knob values.
+const (
+	ToolModeNative = "native"
+	ToolModeCode   = "code"
+	ToolModeBoth   = "both"
+)
+
+// TypeToolModeSet switches the session's tool mode: {mode}.
+const TypeToolModeSet = "tools/mode"
 
 // Thinking knob values.
 const (
@@ -33,7 +47,7 @@ const (
 )
 
 // knobIDs lists every knob, in anchoring order.
-var knobIDs = [...]string{KnobSandboxMode, KnobApprovalPolicy, KnobModel, KnobThinking}
+var knobIDs = [...]string{KnobSandboxMode, KnobApprovalPolicy, KnobModel, KnobThinking, KnobToolMode}
 
 // knobValue is the payload of every knob event (each type fills one field).
 type knobValue struct {
@@ -57,6 +71,10 @@ func knobEvent(id, value string) (string, any) {
 	case KnobThinking:
 		return TypeThinkingSet, struct {
 			Thinking string `json:"thinking"`
+		}{value}
+	case KnobToolMode:
+		return TypeToolModeSet, struct {
+			Mode string `json:"mode"`
 		}{value}
 	}
 	return session.TypeApprovalPolicy, struct {
@@ -115,6 +133,8 @@ func (s *Session) knobDefault(id string) (string, bool) {
 		return s.rt.cfg.Model, s.rt.cfg.ModelKnobs
 	case KnobThinking:
 		return ThinkingEnabled, s.rt.cfg.ModelKnobs
+	case KnobToolMode:
+		return ToolModeNative, s.rt.cfg.ToolModeKnob
 	}
 	return "", false
 }

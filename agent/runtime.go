@@ -63,6 +63,10 @@ type Config struct {
 	// model/set and model/thinking events); off, every request names
 	// Model.
 	ModelKnobs bool
+	// ToolModeKnob gives each session a tool-mode knob (native, code or
+	// both; logged tools/mode events), read by the composition's tools
+	// through Session.Knob.
+	ToolModeKnob bool
 	// DurableKnobs records a knob or mode switch made while idle as a
 	// knob/pending event at once (flushed before the switch is
 	// acknowledged), so it survives a restart or crash before the next
@@ -349,7 +353,7 @@ func (s *Session) Close(ctx context.Context) error {
 func (s *Session) system() string {
 	secs := append([]Section{IdentitySection()}, s.rt.cfg.Sections...)
 	for _, t := range s.tools.Tools() {
-		if sc, ok := t.(capabilities.Sectioner); ok {
+		if sc, ok := t.(capabilities.Sectioner); ok && (t.Name() != codeTool || s.offered(t)) {
 			secs = append(secs, sc.PromptSection())
 		}
 	}
@@ -368,7 +372,7 @@ func (s *Session) header() Header {
 	h := Header{Config: s.requestConfig(), System: s.system()}
 	mode := s.LoggedMode()
 	for _, t := range s.tools.Tools() { // already in wire order
-		if !s.rt.offeredIn(mode, t.Name()) || capabilities.OffWire(t) {
+		if !s.rt.offeredIn(mode, t.Name()) || !s.offered(t) {
 			continue
 		}
 		params, _ := t.Schema().MarshalJSON()

@@ -118,7 +118,7 @@ func Builtin(name string) (Composition, bool) {
 			Instructions: true, SpillBytes: capabilities.DefaultSpillCap, ToolTimeouts: &defaultTimeouts,
 			ParallelTools: []string{"read", "glob", "grep", "web_fetch"}, Hygiene: true, CompactAt: agent.DefaultCompactThreshold, CompactMaxTokens: 4096,
 			Tools: []string{FamilyFS, FamilyBash, FamilyTodo, FamilyPlan, FamilyAsk, FamilySubagent, FamilyWorkflow,
-				FamilySearch, FamilyWeb, FamilySkills}}, true
+				FamilySearch, FamilyWeb, FamilySkills, FamilyRunCode}}, true
 	case "acp-agent":
 		return acpAgent, true
 	case "acp-agent-code-mode":

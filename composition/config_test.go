@@ -80,7 +80,7 @@ func TestBuiltinToolsInWireOrder(t *testing.T) {
 		"acp-agent":         {"bash", "edit", "read", "subagent", "subagent_fork", "task_kill", "task_list", "task_output", "todo_write", "workflow", "write"},
 		"sandbox-acp-agent": {"bash", "task_kill", "task_list", "task_output"},
 		"plan-acp-agent":    {"edit", "exit_plan_mode", "read", "todo_write", "write"},
-		"default":           {"ask_user_question", "bash", "edit", "exit_plan_mode", "glob", "grep", "read", "subagent", "subagent_fork", "task_kill", "task_list", "task_output", "todo_write", "web_fetch", "workflow", "write"},
+		"default":           {"ask_user_question", "bash", "edit", "exit_plan_mode", "glob", "grep", "read", "run_code", "subagent", "subagent_fork", "task_kill", "task_list", "task_output", "todo_write", "web_fetch", "workflow", "write"},
 	} {
 		c, ok := composition.Builtin(name)
 		require.True(t, ok)

@@ -94,7 +94,9 @@ func (c Composition) NewServer(o ServerOptions) *acp.Server {
 		Commands:       commands,
 		DurableKnobs:   !c.Upstream,
 		ModelKnobs:     !c.Upstream,
-		MaxSteps:       o.MaxSteps,
+		// Editor users switch code mode per session (native by default).
+		ToolModeKnob: !c.Upstream && c.Has(FamilyRunCode) && c.ToolMode == "",
+		MaxSteps:     o.MaxSteps,
 
 		ParallelTools:      c.ParallelTools,
 		RetryEmpty:         c.Hygiene,
@@ -126,12 +128,10 @@ func (c Composition) NewServer(o ServerOptions) *acp.Server {
 		DetailedPermissions: !c.Upstream,
 		EditorCards:         !c.Upstream,
 		PromptContext:       !c.Upstream,
-		Images:              !c.Upstream && acceptsImages(o.Models, c.Model),
 		Grants:              grantsOfACP,
 		PromptCommands:      prompts,
 		EnvAuth:             auth,
 		ListSessions:        !c.Upstream,
-		Lifecycle:           !c.Upstream,
 		CancelAfterTeardown: !c.Upstream,
 		CheckCwd:            !c.Upstream,
 		ClearErrors:         !c.Upstream,
