@@ -1,9 +1,12 @@
 package composition_test
 
 import (
+	"bufio"
+	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
+	"io"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -16,8 +19,12 @@ import (
 	"time"
 
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
+	"github.com/rs/zerolog"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/dsh-acp/dsh-acp/composition"
+	"github.com/dsh-acp/dsh-acp/session/jsonl"
 )
 
 // The test binary doubles as a stdio MCP server when DSH_MCP_TEST_SERVER
@@ -179,4 +186,82 @@ func TestMCPServerListIsChecked(t *testing.T) {
 	_, ch := srv.c.request("session/new", map[string]any{"cwd": ws, "mcpServers": []map[string]any{{"name": "x", "command": "relative", "args": []string{}, "env": []any{}}}})
 	f := srv.c.await(ch, "session/new")
 	assert.Contains(t, string(f.Error), `Invalid params: MCP server \"x\": command must be an absolute path`)
+}
+
+// BenchmarkSessionNewWithThreeMCPServers measures session/new's response
+// time over the wire with three MCP servers configured (a stdio one and
+// two streamable-http ones, all real): the servers connect in the
+// background, so the response does not wait for them (target < 1 ms).
+// Each session is closed (untimed), which stops its servers.
+func BenchmarkSessionNewWithThreeMCPServers(b *testing.B) {
+	self, err := os.Executable()
+	require.NoError(b, err)
+	h := httptest.NewServer(sdk.NewStreamableHTTPHandler(func(*http.Request) *sdk.Server { return mcpTestServer() }, nil))
+	defer h.Close()
+	comp, ok := composition.Builtin("default")
+	require.True(b, ok)
+	st, err := jsonl.Open(b.TempDir())
+	require.NoError(b, err)
+	defer st.Close()
+	srv := comp.NewServer(composition.ServerOptions{Provider: newProvider(), Store: st, Log: zerolog.Nop(), Version: "bench", LaunchDir: b.TempDir(),
+		Getenv: func(string) string { return "" }})
+	inR, inW := io.Pipe()
+	outR, outW := io.Pipe()
+	done := make(chan struct{})
+	go func() { _ = srv.Serve(context.Background(), inR, outW); _ = outW.Close(); close(done) }()
+	responses := make(chan []byte, 16)
+	go func() {
+		br := bufio.NewReader(outR)
+		for {
+			line, err := br.ReadBytes('\n')
+			if err != nil {
+				close(responses)
+				return
+			}
+			if bytes.HasPrefix(line, []byte(`{"jsonrpc":"2.0","id":`)) {
+				responses <- line
+			}
+		}
+	}()
+	id := 0
+	call := func(method string, params any) []byte {
+		id++
+		line, _ := json.Marshal(map[string]any{"jsonrpc": "2.0", "id": id, "method": method, "params": params})
+		_, err := inW.Write(append(line, '\n'))
+		require.NoError(b, err)
+		resp, ok := <-responses
+		require.True(b, ok)
+		return resp
+	}
+	call("initialize", map[string]any{"protocolVersion": 1, "clientCapabilities": map[string]any{}})
+	ws := b.TempDir()
+	params := map[string]any{"cwd": ws, "mcpServers": []map[string]any{
+		{"name": "local", "command": self, "args": []string{}, "env": []map[string]string{{"name": "DSH_MCP_TEST_SERVER", "value": "serve"}}},
+		{"type": "http", "name": "one", "url": h.URL, "headers": []map[string]string{}},
+		{"type": "http", "name": "two", "url": h.URL, "headers": []map[string]string{}},
+	}}
+	// DSH_BENCH_NO_MCP=1 measures the same session/new without servers,
+	// for comparison.
+	if os.Getenv("DSH_BENCH_NO_MCP") != "" {
+		params["mcpServers"] = []any{}
+	}
+	var total time.Duration
+	for b.Loop() {
+		begin := time.Now()
+		resp := call("session/new", params)
+		total += time.Since(begin)
+		b.StopTimer()
+		var r struct {
+			Result struct {
+				SessionID string `json:"sessionId"`
+			} `json:"result"`
+		}
+		require.NoError(b, json.Unmarshal(resp, &r), string(resp))
+		require.NotEmpty(b, r.Result.SessionID, string(resp))
+		call("session/close", map[string]any{"sessionId": r.Result.SessionID})
+		b.StartTimer()
+	}
+	b.ReportMetric(float64(total.Microseconds())/float64(b.N)/1000, "ms/session-new")
+	_ = inW.Close()
+	<-done
 }
