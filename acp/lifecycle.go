@@ -155,3 +155,39 @@ func (s *Server) deleteSession(ctx context.Context, params json.RawMessage) (any
 	}
 	return nil, err
 }
+
+// SessionInfoUpdate announces session metadata (its title).
+type SessionInfoUpdate struct {
+	SessionUpdate string `json:"sessionUpdate"`
+	Title         string `json:"title"`
+}
+
+// titleOf returns, with Lifecycle, the session_info_update naming a
+// session after its first user message (its first line), when ev is that
+// message; a session that already had one (a loaded one) gets none.
+func (s *Server) titleOf(ls *liveSession, ev session.Event) (SessionInfoUpdate, bool) {
+	if !s.opts.Lifecycle || ev.Type != session.TypeUserMessage {
+		return SessionInfoUpdate{}, false
+	}
+	var m session.Message
+	if ev.Decode(&m) != nil || m.Source.Kind != session.UserSource.Kind {
+		return SessionInfoUpdate{}, false
+	}
+	for _, e := range ls.s.Log().Events() {
+		if e.Seq >= ev.Seq {
+			break
+		}
+		var earlier session.Message
+		if e.Type == session.TypeUserMessage && e.Decode(&earlier) == nil && earlier.Source.Kind == session.UserSource.Kind {
+			return SessionInfoUpdate{}, false
+		}
+	}
+	for _, b := range m.Content {
+		if b.Type == session.BlockText {
+			if t := session.TitleOf(b.Text); t != "" {
+				return SessionInfoUpdate{SessionUpdate: "session_info_update", Title: t}, true
+			}
+		}
+	}
+	return SessionInfoUpdate{}, false
+}

@@ -118,6 +118,9 @@ func (s *Server) attach(ls *liveSession) {
 	p.editor = s.opts.EditorCards
 	id := ls.s.ID()
 	ls.unsub = ls.s.Log().Subscribe(func(ev session.Event) {
+		if u, ok := s.titleOf(ls, ev); ok {
+			s.notify("session/update", SessionNotification{SessionID: id, Update: u})
+		}
 		for _, u := range p.present(ev) {
 			s.notify("session/update", SessionNotification{SessionID: id, Update: u})
 			if card, ok := u.(ToolCallCard); ok && s.opts.DetailedPermissions {

@@ -107,3 +107,29 @@ func TestSessionCloseStopsItsWorkAndResumeReconnects(t *testing.T) {
 	stop, _ = srv.prompt(t, sid, "back again")
 	require.Equal(t, "end_turn", stop)
 }
+
+// The first prompt names the session at once (session_info_update with its
+// first line); later prompts do not rename it, and a loaded session keeps
+// its name.
+func TestFirstPromptTitlesTheSession(t *testing.T) {
+	root, ws := t.TempDir(), t.TempDir()
+	srv := serve(t, "default", openStore(t, root), ws, newProvider(), map[string]any{}, nil)
+	sid := srv.newSession(t, ws).SessionID
+	titles := func(lines []string) []string {
+		var out []string
+		for _, u := range updates(lines, sid) {
+			if strings.Contains(u, `"sessionUpdate":"session_info_update"`) {
+				out = append(out, u)
+			}
+		}
+		return out
+	}
+	_, lines := srv.prompt(t, sid, "  Fix the flaky login test\nIt fails one run in ten.")
+	assert.Equal(t, []string{`{"sessionUpdate":"session_info_update","title":"Fix the flaky login test"}`}, titles(lines))
+	_, lines = srv.prompt(t, sid, "and another thing")
+	assert.Empty(t, titles(lines))
+	srv.c.call("session/close", map[string]any{"sessionId": sid})
+	srv.loadSession(t, sid, ws)
+	_, lines = srv.prompt(t, sid, "after load")
+	assert.Empty(t, titles(lines), "a loaded session keeps its title")
+}
