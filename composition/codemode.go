@@ -13,7 +13,7 @@ func (c Composition) codeMode(tools []capabilities.Tool) []capabilities.Tool {
 	if !c.Has(FamilyRunCode) {
 		return tools
 	}
-	rc := code.Tool{Tools: append([]capabilities.Tool(nil), tools...)}
+	rc := code.Tool{Tools: append([]capabilities.Tool(nil), tools...), Progress: !c.Upstream}
 	if c.ToolMode == "code" {
 		hidden := make([]capabilities.Tool, 0, len(tools)+1)
 		for _, t := range tools {

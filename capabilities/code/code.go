@@ -56,6 +56,10 @@ type Tool struct {
 	// Compute bounds each synchronous stretch of the program, Wall the
 	// whole run (zero: the defaults).
 	Compute, Wall time.Duration
+	// Progress logs the program's dispatches as tool/progress of its call
+	// while it runs (the default composition's card); upstream shows
+	// nothing.
+	Progress bool
 }
 
 // Name implements capabilities.Tool.
@@ -175,6 +179,7 @@ type program struct {
 	mu         sync.Mutex // serializes dispatches (they run one at a time, in call order)
 	dispatches int
 	inflight   int
+	shown      []string // progress lines: one per dispatch
 	prev       chan struct{} // closed when the latest dispatch finished (realm goroutine only)
 }
 

@@ -183,3 +183,19 @@ func TestOnlyErasableTypeScript(t *testing.T) {
 		assert.NoError(t, err, ok)
 	}
 }
+
+func TestProgressListsTheDispatches(t *testing.T) {
+	env, run := newFixture(t, code.Tool{Progress: true})
+	_ = env
+	_, events := run(`await tools.echo({text: "one"}); try { await tools.echo({text: "fail"}) } catch {} return 1`)
+	var shown []string
+	for _, e := range events {
+		if e.Type == session.TypeToolProgress {
+			var p session.ToolProgress
+			require.NoError(t, e.Decode(&p))
+			assert.Equal(t, "call-1", p.CallID)
+			shown = append(shown, p.Content[0].Text)
+		}
+	}
+	assert.Equal(t, []string{"✓ echo", "✓ echo\n✗ echo"}, shown)
+}

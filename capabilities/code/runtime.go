@@ -117,8 +117,12 @@ func (p *program) runOne(ctx context.Context, subID, name, args string) dispatch
 		summary = string(r[:summaryChars]) + "…"
 	}
 	if p.call.Session != nil && p.call.Session.Log() != nil {
-		p.call.Session.Log().Append(TypeDispatch, Dispatch{ParentCallID: p.call.CallID, SubCallID: subID, Name: name,
+		log := p.call.Session.Log()
+		log.Append(TypeDispatch, Dispatch{ParentCallID: p.call.CallID, SubCallID: subID, Name: name,
 			Arguments: json.RawMessage(args), IsError: out.IsError, ResultSummary: summary})
+		if p.tool.Progress {
+			p.progress(log, name, args, out.IsError)
+		}
 	}
 	return dispatched{text: text, isError: out.IsError}
 }
@@ -271,4 +275,47 @@ func identifier(s string) bool {
 		}
 	}
 	return true
+}
+
+// progress logs the dispatches so far as the run_code call's card content:
+// one line per tools.<name> call, in call order (✓ done, ✗ failed), with
+// its main argument.
+func (p *program) progress(log *session.Log, name, args string, failed bool) {
+	mark := "✓ "
+	if failed {
+		mark = "✗ "
+	}
+	line := mark + name
+	var a map[string]any
+	if json.Unmarshal([]byte(args), &a) == nil {
+		for _, k := range []string{"command", "file_path", "path", "pattern", "url", "query", "description"} {
+			if s, ok := a[k].(string); ok && s != "" {
+				first, _, _ := strings.Cut(s, "\n")
+				if r := []rune(first); len(r) > 80 {
+					first = string(r[:79]) + "…"
+				}
+				line += ": " + first
+				break
+			}
+		}
+	}
+	p.mu.Lock()
+	p.shown = append(p.shown, line)
+	lines := p.shown
+	if len(lines) > 12 {
+		lines = append([]string{fmt.Sprintf("… %d earlier calls", len(lines)-12)}, lines[len(lines)-12:]...)
+	}
+	text := strings.Join(lines, "\n")
+	p.mu.Unlock()
+	turn, step := 0, 0
+	events := log.Events()
+	for i := len(events) - 1; i >= 0; i-- {
+		var tc session.ToolCall
+		if events[i].Type == session.TypeToolCall && events[i].Decode(&tc) == nil && tc.CallID == p.call.CallID {
+			turn, step = tc.Turn, tc.Step
+			break
+		}
+	}
+	log.Append(session.TypeToolProgress, session.ToolProgress{Turn: turn, Step: step, CallID: p.call.CallID,
+		Content: []session.Block{session.TextBlock(text)}})
 }
