@@ -179,7 +179,7 @@ type program struct {
 	mu         sync.Mutex // serializes dispatches (they run one at a time, in call order)
 	dispatches int
 	inflight   int
-	shown      []string // progress lines: one per dispatch
+	shown      []string      // progress lines: one per dispatch
 	prev       chan struct{} // closed when the latest dispatch finished (realm goroutine only)
 }
 
