@@ -70,10 +70,13 @@ func parseMCP(raw []json.RawMessage) ([]mcp.Server, error) {
 		if err != nil {
 			return nil, err
 		}
-		if seen[s.Name] {
-			return nil, fmt.Errorf("two MCP servers are named %q", s.Name)
+		// Tool names carry the server's name with unusual characters
+		// replaced, so "a b" and "a_b" would share their tools' names.
+		key := mcp.ToolName(s.Name, "")
+		if seen[key] {
+			return nil, fmt.Errorf("two MCP servers are named %q (or alike: their tools' names would clash)", s.Name)
 		}
-		seen[s.Name] = true
+		seen[key] = true
 		out = append(out, s)
 	}
 	if len(out) == 0 && len(raw) > 0 {

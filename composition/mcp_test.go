@@ -186,6 +186,13 @@ func TestMCPServerListIsChecked(t *testing.T) {
 	_, ch := srv.c.request("session/new", map[string]any{"cwd": ws, "mcpServers": []map[string]any{{"name": "x", "command": "relative", "args": []string{}, "env": []any{}}}})
 	f := srv.c.await(ch, "session/new")
 	assert.Contains(t, string(f.Error), `Invalid params: MCP server \"x\": command must be an absolute path`)
+
+	_, ch = srv.c.request("session/new", map[string]any{"cwd": ws, "mcpServers": []map[string]any{
+		{"name": "my tools", "command": "/bin/a", "args": []string{}, "env": []any{}},
+		{"type": "http", "name": "my_tools", "url": "http://127.0.0.1:1/", "headers": []any{}},
+	}})
+	f = srv.c.await(ch, "session/new")
+	assert.Contains(t, string(f.Error), `two MCP servers are named \"my_tools\" (or alike`)
 }
 
 // BenchmarkSessionNewWithThreeMCPServers measures session/new's response
