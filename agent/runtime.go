@@ -67,6 +67,9 @@ type Config struct {
 	// both; logged tools/mode events), read by the composition's tools
 	// through Session.Knob.
 	ToolModeKnob bool
+	// MaxChildDepth caps how deep child agents nest (a session is depth
+	// 0, its children 1, …); zero means no cap, as upstream.
+	MaxChildDepth int
 	// DurableKnobs records a knob or mode switch made while idle as a
 	// knob/pending event at once (flushed before the switch is
 	// acknowledged), so it survives a restart or crash before the next
@@ -277,6 +280,7 @@ type Session struct {
 	log   *session.Log
 	tools *capabilities.Registry
 	model string // a child's model override ("" = the runtime's)
+	depth int    // 0 for a top-level session, parent's + 1 for a child
 
 	turnMu sync.Mutex // held for a whole turn
 

@@ -28,6 +28,9 @@ func (s *Session) modelID() string {
 // never shown to the editor and does not run the session-start members.
 func (s *Session) Spawn(ctx context.Context, o capabilities.ChildOptions) (capabilities.Child, error) {
 	r := s.rt
+	if max := r.cfg.MaxChildDepth; max > 0 && s.depth >= max {
+		return nil, fmt.Errorf("subagent depth limit reached: this agent is %d levels below the session (the limit) and cannot start another child; do the work itself", s.depth)
+	}
 	h := session.Header{ID: r.cfg.NewID(), CreatedAt: r.cfg.Clock(), Cwd: s.Cwd(), ParentSession: s.ID()}
 	if o.Model == "" {
 		o.Model = s.modelID()
@@ -43,6 +46,7 @@ func (s *Session) Spawn(ctx context.Context, o capabilities.ChildOptions) (capab
 		}
 	}
 	child := r.openChild(session.ResumeLog(h, seed, r.cfg.Clock, r.cfg.Store), true, o)
+	child.depth = s.depth + 1
 	return child, nil
 }
 

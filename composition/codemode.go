@@ -23,3 +23,12 @@ func (c Composition) codeMode(tools []capabilities.Tool) []capabilities.Tool {
 	}
 	return append(tools, rc)
 }
+
+// maxChildDepth is how deep children nest: unlimited upstream (as
+// recorded), three levels for editor users.
+func maxChildDepth(c Composition) int {
+	if c.Upstream {
+		return 0
+	}
+	return 3
+}

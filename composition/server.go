@@ -96,7 +96,9 @@ func (c Composition) NewServer(o ServerOptions) *acp.Server {
 		ModelKnobs:     !c.Upstream,
 		// Editor users switch code mode per session (native by default).
 		ToolModeKnob: !c.Upstream && c.Has(FamilyRunCode) && c.ToolMode == "",
-		MaxSteps:     o.MaxSteps,
+		// A model that keeps delegating stops three levels down.
+		MaxChildDepth: maxChildDepth(c),
+		MaxSteps:      o.MaxSteps,
 
 		ParallelTools:      c.ParallelTools,
 		RetryEmpty:         c.Hygiene,

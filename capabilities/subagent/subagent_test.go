@@ -11,6 +11,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/dsh-acp/dsh-acp/agent"
 	"github.com/dsh-acp/dsh-acp/agent/llm"
 	"github.com/dsh-acp/dsh-acp/capabilities"
 	"github.com/dsh-acp/dsh-acp/capabilities/bash"
@@ -330,4 +331,32 @@ func TestBackgroundChildIsATask(t *testing.T) {
 		}
 		return false
 	}, 5*time.Second, 10*time.Millisecond, "the killed child's turn ends aborted")
+}
+
+func TestDepthLimit(t *testing.T) {
+	m := func(req *llm.Request) childtest.Reply {
+		if childtest.LastIsToolResult(req) {
+			return childtest.Reply{Text: "up"}
+		}
+		// Every agent delegates again.
+		return childtest.Reply{Calls: []childtest.Call{{Name: "subagent", Args: `{"description":"deeper","prompt":"go deeper"}`}}}
+	}
+	env := childtest.NewWith(t, m, tools, func(c *agent.Config) { c.MaxChildDepth = 2 })
+	parent := env.Session(t)
+	require.Equal(t, session.EndCompleted, parent.Prompt(context.Background(), "go deeper").Kind)
+	hs, err := env.Store.List(context.Background())
+	require.NoError(t, err)
+	assert.Len(t, hs, 3, "the session, its child and its grandchild")
+	var deepest session.Header
+	for _, h := range hs {
+		if h.ParentSession != "" && h.ParentSession != parent.ID() {
+			deepest = h
+		}
+	}
+	require.NotEmpty(t, deepest.ID)
+	_, events, err := env.Store.Load(context.Background(), deepest.ID)
+	require.NoError(t, err)
+	text, isErr := toolResult(t, session.ResumeLog(deepest, events, nil, nil))
+	assert.True(t, isErr)
+	assert.Equal(t, "Error: subagent depth limit reached: this agent is 2 levels below the session (the limit) and cannot start another child; do the work itself", text)
 }

@@ -160,24 +160,36 @@ func New(tb testing.TB, m Model, tools func(capabilities.Env) []capabilities.Too
 		tb.Fatal(err)
 	}
 	tb.Cleanup(func() { _ = st.Close() })
-	return build(st, root, m, tools)
+	return build(st, root, m, tools, nil)
+}
+
+// NewWith is New with the runtime's config adjusted by edit.
+func NewWith(tb testing.TB, m Model, tools func(capabilities.Env) []capabilities.Tool, edit func(*agent.Config)) *Env {
+	tb.Helper()
+	root := tb.TempDir()
+	st, err := jsonl.Open(root)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	tb.Cleanup(func() { _ = st.Close() })
+	return build(st, root, m, tools, edit)
 }
 
 // NewMemory is New without a store: logs stay in memory (benchmarks of
 // the agent's own overhead, without the disk).
 func NewMemory(tb testing.TB, m Model, tools func(capabilities.Env) []capabilities.Tool) *Env {
 	tb.Helper()
-	return build(nil, "", m, tools)
+	return build(nil, "", m, tools, nil)
 }
 
-func build(st *jsonl.Store, root string, m Model, tools func(capabilities.Env) []capabilities.Tool) *Env {
+func build(st *jsonl.Store, root string, m Model, tools func(capabilities.Env) []capabilities.Tool, edit func(*agent.Config)) *Env {
 	p := &Provider{Model: m}
 	var n atomic.Int64
 	var store session.Store
 	if st != nil {
 		store = st
 	}
-	rt := agent.NewRuntime(agent.Config{
+	cfg := agent.Config{
 		Model:    "test-model",
 		Provider: p,
 		Store:    store,
@@ -187,7 +199,11 @@ func build(st *jsonl.Store, root string, m Model, tools func(capabilities.Env) [
 			return capabilities.NewRegistry(tools(env)...)
 		},
 		Log: zerolog.Nop(),
-	})
+	}
+	if edit != nil {
+		edit(&cfg)
+	}
+	rt := agent.NewRuntime(cfg)
 	return &Env{Runtime: rt, Store: st, Root: root, Provider: p}
 }
 
