@@ -32,3 +32,13 @@ func maxChildDepth(c Composition) int {
 	}
 	return 3
 }
+
+// structuredNudges is how many times a structured workflow child that
+// finishes without calling structured_output is told to: never upstream
+// (it settles as an error), once for editor users.
+func structuredNudges(c Composition) int {
+	if c.Upstream {
+		return 0
+	}
+	return 1
+}

@@ -319,7 +319,7 @@ func (c Composition) Registry(env capabilities.Env, deps Deps) *capabilities.Reg
 		}
 	}
 	if c.Has(FamilyWorkflow) {
-		tools = append(tools, workflow.Tool{Progress: !c.Upstream})
+		tools = append(tools, workflow.Tool{Progress: !c.Upstream, Engine: workflow.Config{StructuredNudges: structuredNudges(c)}})
 	}
 	tools = append(tools, c.toolbox(env, deps)...)
 	tools = c.codeMode(tools)

@@ -8,6 +8,7 @@ import (
 
 	"github.com/dsh-acp/dsh-acp/agent/pipeline"
 	"github.com/dsh-acp/dsh-acp/capabilities"
+	"github.com/dsh-acp/dsh-acp/session"
 )
 
 // ToolName is the capture tool's wire name.
@@ -21,6 +22,7 @@ const Recorded = "Structured output recorded."
 // once a value is recorded. Safe for concurrent use.
 type Capture struct {
 	schema *Schema
+	nudges int // continuations forced when the child finishes without a capture
 
 	mu    sync.Mutex
 	value json.RawMessage
@@ -28,6 +30,18 @@ type Capture struct {
 
 // NewCapture returns a capture for schema.
 func NewCapture(schema *Schema) *Capture { return &Capture{schema: schema} }
+
+// WithNudges lets a child that finishes without a capture go on up to n
+// times, told to call structured_output (upstream: none, the run settles
+// as an error at once).
+func (c *Capture) WithNudges(n int) *Capture {
+	c.nudges = n
+	return c
+}
+
+// Nudge is the steering text of a forced continuation.
+const Nudge = "You finished without calling `structured_output`. Your result is only collected through that tool: " +
+	"call it now with the result as its arguments, exactly matching its schema."
 
 // Value returns the captured value, if any.
 func (c *Capture) Value() (json.RawMessage, bool) {
@@ -95,9 +109,19 @@ func (m captureMember) CheckTool(_ context.Context, _ pipeline.Session, call pip
 
 // DecideContinuation implements pipeline.Continuer: the veto — a captured
 // run stops after this step.
-func (m captureMember) DecideContinuation(_ context.Context, _ pipeline.Session, _ pipeline.StepEnd) (pipeline.ContinueDecision, error) {
+func (m captureMember) DecideContinuation(_ context.Context, _ pipeline.Session, st pipeline.StepEnd) (pipeline.ContinueDecision, error) {
 	if _, ok := m.c.Value(); ok {
 		return pipeline.ContinueDecision{Verdict: pipeline.ContinueStop}, nil
+	}
+	m.c.mu.Lock()
+	defer m.c.mu.Unlock()
+	if !st.Final && !st.Continue && m.c.nudges > 0 {
+		// The child would finish without a result: tell it once more.
+		m.c.nudges--
+		return pipeline.ContinueDecision{Verdict: pipeline.ContinueForce, Steering: &pipeline.Context{
+			Source:  session.Source{Kind: "plugin", Plugin: "structured-output"},
+			Content: []session.Block{session.TextBlock(Nudge)},
+		}}, nil
 	}
 	return pipeline.ContinueDecision{}, nil
 }

@@ -180,3 +180,39 @@ func TestFinishingWithoutACaptureIsAnError(t *testing.T) {
 	assert.Nil(t, out.Value)
 	assert.Equal(t, "plain prose", out.Text)
 }
+
+func TestNudgedChildCapturesOnItsSecondChance(t *testing.T) {
+	m := func(req *llm.Request) childtest.Reply {
+		for _, msg := range req.Messages {
+			for _, b := range msg.Content {
+				if b.Type == session.BlockText && b.Text == structured.Nudge {
+					return childtest.Reply{Calls: []childtest.Call{{Name: "structured_output", Args: `{"answer":"late"}`}}}
+				}
+			}
+		}
+		return childtest.Reply{Text: "prose first"}
+	}
+	env := childtest.New(t, m, func(capabilities.Env) []capabilities.Tool { return nil })
+	parent := env.Session(t)
+	schema, err := structured.Parse(json.RawMessage(`{"type":"object","properties":{"answer":{"type":"string"}}}`))
+	require.NoError(t, err)
+	out, err := subagent.Run(context.Background(), parent, subagent.Request{Prompt: "PROSE", Schema: schema, Nudges: 1})
+	require.NoError(t, err)
+	assert.Equal(t, subagent.StopCompleted, out.Stop)
+	assert.JSONEq(t, `{"answer":"late"}`, string(out.Value))
+	_, events, err := env.Store.Load(context.Background(), env.Children(t, parent.ID())[0].ID)
+	require.NoError(t, err)
+	steered := 0
+	for _, e := range events {
+		if e.Type == session.TypeSteeringMessage {
+			steered++
+			assert.Contains(t, string(e.Data), `"plugin":"structured-output"`)
+		}
+	}
+	assert.Equal(t, 1, steered)
+
+	// Without nudges (upstream) the same child settles as an error.
+	out, err = subagent.Run(context.Background(), parent, subagent.Request{Prompt: "PROSE", Schema: schema})
+	require.NoError(t, err)
+	assert.Equal(t, subagent.StopError, out.Stop)
+}

@@ -51,6 +51,9 @@ type Request struct {
 	// Schema makes the run structured: the child gets structured_output
 	// and must call it; the captured value is the run's Value.
 	Schema *structured.Schema
+	// Nudges is how many times a structured child that finishes without
+	// a capture is told to call structured_output (0: upstream, none).
+	Nudges int
 	// Observe, when set, sees every event the child appends, in order
 	// (progress for the parent's card). It must not block.
 	Observe func(session.Event)
@@ -93,7 +96,7 @@ func Run(ctx context.Context, sp capabilities.Spawner, r Request) (Outcome, erro
 	opts := capabilities.ChildOptions{Fork: r.Fork, Model: r.Model}
 	var capture *structured.Capture
 	if r.Schema != nil {
-		capture = structured.NewCapture(r.Schema)
+		capture = structured.NewCapture(r.Schema).WithNudges(r.Nudges)
 		opts.Extra = []capabilities.Tool{capture.Tool()}
 		opts.Members = []any{capture.Member()}
 	}

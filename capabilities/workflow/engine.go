@@ -46,6 +46,9 @@ type Config struct {
 	SyncLimit time.Duration
 	// Grace bounds the wait for children after the run settles.
 	Grace time.Duration
+	// StructuredNudges is how many times a structured child that finishes
+	// without a capture is told to call structured_output (0: upstream).
+	StructuredNudges int
 	// OnAgent, when set, is told about each child when agent() starts it
 	// (on the run's goroutine, in call order) and when it ends (on the
 	// child's goroutine): progress, like upstream's bus-only
@@ -425,6 +428,7 @@ func (r *run) agent(call goja.FunctionCall) goja.Value {
 					r.throwFatal("agent() schema is outside the supported subset — " + detail)
 				}
 				req.Schema = s
+				req.Nudges = r.cfg.StructuredNudges
 			default:
 				if deferredOptions[k] {
 					r.throwFatal(fmt.Sprintf("agent() option %q is deferred and not supported by this engine (supported: label, phase, schema, model)", k))
