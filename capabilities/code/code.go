@@ -139,7 +139,7 @@ func Transform(code string) (string, error) {
 	if err := nonErasable(code); err != nil {
 		return "", err
 	}
-	const head = "(async function (tools, console) {\n"
+	const head = "(async function (tools, console, process) {\n"
 	res := api.Transform(head+code+"\n})", api.TransformOptions{Loader: api.LoaderTS, Target: api.ES2017, Sourcefile: "program.ts"})
 	if len(res.Errors) > 0 {
 		m := res.Errors[0]
@@ -212,7 +212,7 @@ func (p *program) run(ctx context.Context, code string) (capabilities.Result, er
 	var callErr error
 	_, callErr = p.slice(compute, func() (goja.Value, error) {
 		var e error
-		v, e = f(goja.Undefined(), p.toolsObject(wctx), p.console())
+		v, e = f(goja.Undefined(), p.toolsObject(wctx), p.console(), p.process())
 		return v, e
 	})
 	stop()

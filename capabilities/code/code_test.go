@@ -199,3 +199,11 @@ func TestProgressListsTheDispatches(t *testing.T) {
 	}
 	assert.Equal(t, []string{"✓ echo", "✓ echo\n✗ echo"}, shown)
 }
+
+func TestStdoutAndStderrWritesAreCaptured(t *testing.T) {
+	_, run := newFixture(t, code.Tool{})
+	out, _ := run(`process.stdout.write("out line\n"); process.stderr.write("err line"); return typeof process.env`)
+	require.False(t, out.IsError, text(out))
+	assert.JSONEq(t, `{"logs":[{"source":"stdout","text":"out line\n"},{"source":"stderr","text":"err line"}],"dispatches":0}`, string(out.Meta))
+	assert.Equal(t, "out line\n\nerr line\nundefined", text(out), "no host environment reaches the program")
+}

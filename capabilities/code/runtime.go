@@ -319,3 +319,25 @@ func (p *program) progress(log *session.Log, name, args string, failed bool) {
 	log.Append(session.TypeToolProgress, session.ToolProgress{Turn: turn, Step: step, CallID: p.call.CallID,
 		Content: []session.Block{session.TextBlock(text)}})
 }
+
+// process is a minimal process object: process.stdout.write and
+// process.stderr.write capture {source: "stdout"|"stderr", text}; nothing
+// else of a host process is there.
+func (p *program) process() *goja.Object {
+	vm := p.realm.VM
+	proc := vm.NewObject()
+	for _, src := range []string{"stdout", "stderr"} {
+		stream := vm.NewObject()
+		_ = stream.Set("write", func(call goja.FunctionCall) goja.Value {
+			a := call.Argument(0)
+			text := a.String()
+			if _, isObj := a.(*goja.Object); isObj {
+				text = inspect(a, 1, map[*goja.Object]bool{})
+			}
+			p.capture(LogEntry{Source: src, Text: text})
+			return vm.ToValue(true)
+		})
+		_ = proc.Set(src, stream)
+	}
+	return proc
+}
