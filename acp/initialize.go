@@ -17,6 +17,9 @@ func (s *Server) initialize(params json.RawMessage) (any, error) {
 	s.terminalOutput = terminal
 	s.elicitation = req.ClientCapabilities.Elicitation != nil && req.ClientCapabilities.Elicitation.Form != nil
 	s.authAware = len(req.ClientCapabilities.Auth) > 0 && string(req.ClientCapabilities.Auth) != "null"
+	if sc := req.ClientCapabilities.Session; sc != nil {
+		s.compaction = s.opts.EditorCards && len(sc.Compaction) > 0 && string(sc.Compaction) != "null"
+	}
 	s.mu.Unlock()
 	var sc *SessionCapabilities
 	if s.opts.ListSessions {

@@ -26,7 +26,11 @@ type presenter struct {
 	// call's card first (Options.CardUnloggedCalls); announced holds the
 	// tool calls of assistant messages for that.
 	cardOrphans bool
-	announced   map[string]session.Block
+	// compaction shows compactions as compaction_update (the client
+	// advertised session.compaction); compactID is the open one's id.
+	compaction bool
+	compactID  string
+	announced  map[string]session.Block
 	// editor renders cards for editors (Options.EditorCards): absolute
 	// paths, and the peers' card shapes.
 	editor bool
@@ -44,6 +48,11 @@ func newPresenter(tools ToolLookup, cwd string, terminal, includeUsers bool) *pr
 
 // present returns the updates one event produces (often none).
 func (p *presenter) present(ev session.Event) []any {
+	if p.compaction {
+		if out, ok := p.compactionEvent(ev); ok {
+			return out
+		}
+	}
 	switch ev.Type {
 	case session.TypeAssistantChunk:
 		if pl, ok := ev.Payload.(session.AssistantChunk); ok && pl.Kind != "" {

@@ -36,6 +36,7 @@ type Server struct {
 	terminalOutput bool
 	elicitation    bool // the client advertised elicitation
 	authAware      bool // the client advertised auth capabilities
+	compaction     bool // the client takes compaction_update (and the composition shows editor cards)
 	sessions       map[string]*liveSession
 	loading        map[string]bool
 	work           sync.WaitGroup

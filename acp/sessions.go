@@ -116,6 +116,7 @@ func (s *Server) attach(ls *liveSession) {
 	p := newPresenter(ls.s.Tools(), ls.s.Log().Header().Cwd, ls.terminal, false)
 	p.window = s.opts.ContextWindow
 	p.editor = s.opts.EditorCards
+	p.compaction = s.compactionUpdates()
 	id := ls.s.ID()
 	ls.unsub = ls.s.Log().Subscribe(func(ev session.Event) {
 		if u, ok := s.titleOf(ls, ev); ok {
@@ -232,6 +233,7 @@ func (s *Server) resume(ctx context.Context, req LoadSessionRequest, terminal, r
 		p.cardOrphans = s.opts.CardUnloggedCalls
 		p.window = s.opts.ContextWindow
 		p.editor = s.opts.EditorCards
+		p.compaction = s.compactionUpdates()
 		for _, ev := range sess.Log().Events() {
 			for _, u := range p.present(ev) {
 				s.notify("session/update", SessionNotification{SessionID: sess.ID(), Update: u})
@@ -292,4 +294,12 @@ func (s *Server) lookup(id string) (*liveSession, error) {
 		return nil, invalidParams("unknown session: %s", id)
 	}
 	return ls, nil
+}
+
+// compactionUpdates reports whether sessions show compactions as
+// compaction_update (the client advertised session.compaction).
+func (s *Server) compactionUpdates() bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.compaction
 }

@@ -21,7 +21,13 @@ type ClientCapabilities struct {
 	} `json:"elicitation,omitempty"`
 	// Auth is present when the client handles auth methods
 	// (AuthCapabilities).
-	Auth json.RawMessage            `json:"auth,omitempty"`
+	Auth json.RawMessage `json:"auth,omitempty"`
+	// Session holds session-related extensions (unstable schema:
+	// ClientSessionCapabilities); Compaction present and not null means
+	// the client takes compaction_update.
+	Session *struct {
+		Compaction json.RawMessage `json:"compaction,omitempty"`
+	} `json:"session,omitempty"`
 	Meta map[string]json.RawMessage `json:"_meta,omitempty"`
 }
 
