@@ -126,7 +126,7 @@ func names(r *capabilities.Registry) []string {
 
 func TestStdioServerToolsCallsAndApproval(t *testing.T) {
 	f := start(t, approval.AllowedAlways, 0, stdio(t, "local tools", "serve", mcp.Pair{Name: "DSH_MCP_TEST_VALUE", Value: "42"}))
-	require.Equal(t, []string{"mcp__local_tools__crash", "mcp__local_tools__echo", "mcp__local_tools__env", "mcp__local_tools__fail", "mcp__local_tools__header"}, names(f.reg))
+	require.Equal(t, []string{"mcp__local_tools__crash", "mcp__local_tools__echo", "mcp__local_tools__env", "mcp__local_tools__fail", "mcp__local_tools__grow", "mcp__local_tools__header"}, names(f.reg))
 
 	echo, ok := f.reg.Lookup("mcp__local_tools__echo")
 	require.True(t, ok)
@@ -154,6 +154,21 @@ func TestStdioServerToolsCallsAndApproval(t *testing.T) {
 	assert.Equal(t, "Error: the widget is broken", text(out))
 	assert.Equal(t, "MCP_TOOL_ERROR", out.Error.Code)
 	assert.Empty(t, f.note.all())
+}
+
+func TestToolListChangesAreFollowed(t *testing.T) {
+	f := start(t, approval.AllowedAlways, 0, stdio(t, "s", "serve"))
+	assert.NotContains(t, names(f.reg), "mcp__s__grown")
+	assert.Equal(t, "grew", text(f.call("mcp__s__grow", `{}`)))
+	require.Eventually(t, func() bool {
+		for _, n := range names(f.reg) {
+			if n == "mcp__s__grown" {
+				return true
+			}
+		}
+		return false
+	}, 10*time.Second, 10*time.Millisecond, "a tool the server added appears")
+	assert.Equal(t, "grown here", text(f.call("mcp__s__grown", `{}`)))
 }
 
 func TestApprovalOnceAsksAgainAndRejectionRefuses(t *testing.T) {

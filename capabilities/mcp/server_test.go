@@ -68,6 +68,12 @@ func testServer(r *http.Request) *sdk.Server {
 	sdk.AddTool(s, &sdk.Tool{Name: "fail", Description: "Always fails."}, func(context.Context, *sdk.CallToolRequest, none) (*sdk.CallToolResult, any, error) {
 		return &sdk.CallToolResult{IsError: true, Content: []sdk.Content{&sdk.TextContent{Text: "the widget is broken"}}}, nil, nil
 	})
+	sdk.AddTool(s, &sdk.Tool{Name: "grow", Description: "Adds the tool grown."}, func(context.Context, *sdk.CallToolRequest, none) (*sdk.CallToolResult, any, error) {
+		sdk.AddTool(s, &sdk.Tool{Name: "grown", Description: "Added while running."}, func(context.Context, *sdk.CallToolRequest, none) (*sdk.CallToolResult, any, error) {
+			return &sdk.CallToolResult{Content: []sdk.Content{&sdk.TextContent{Text: "grown here"}}}, nil, nil
+		})
+		return &sdk.CallToolResult{Content: []sdk.Content{&sdk.TextContent{Text: "grew"}}}, nil, nil
+	})
 	sdk.AddTool(s, &sdk.Tool{Name: "crash", Description: "Kills the server."}, func(context.Context, *sdk.CallToolRequest, none) (*sdk.CallToolResult, any, error) {
 		if r == nil {
 			fmt.Fprintln(os.Stderr, "crashing now")

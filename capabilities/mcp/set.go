@@ -254,15 +254,51 @@ func (c *conn) dial(ctx context.Context) (*sdk.ClientSession, []capabilities.Too
 	if err != nil {
 		return nil, nil, err
 	}
-	client := sdk.NewClient(&sdk.Implementation{Name: "dsh-acp", Version: c.set.cfg.Version}, &sdk.ClientOptions{Capabilities: &sdk.ClientCapabilities{}})
+	client := sdk.NewClient(&sdk.Implementation{Name: "dsh-acp", Version: c.set.cfg.Version}, &sdk.ClientOptions{
+		Capabilities: &sdk.ClientCapabilities{},
+		ToolListChangedHandler: func(context.Context, *sdk.ToolListChangedRequest) {
+			// The connection's goroutine holds s.wg while it is open.
+			c.set.wg.Add(1)
+			go func() {
+				defer c.set.wg.Done()
+				c.refresh()
+			}()
+		},
+	})
 	cs, err := client.Connect(ctx, t, nil)
 	if err != nil {
 		return nil, nil, err
 	}
+	tools, err := c.list(ctx, cs)
+	return cs, tools, err
+}
+
+// refresh lists the tools again after the server said they changed.
+func (c *conn) refresh() {
+	cs := c.session()
+	if cs == nil {
+		return
+	}
+	ctx, cancel := context.WithTimeout(c.set.ctx, c.set.cfg.ConnectTimeout)
+	defer cancel()
+	tools, err := c.list(ctx, cs)
+	if err != nil {
+		c.set.cfg.Log.Warn().Err(err).Str("mcp", c.srv.Name).Msg("MCP tools not refreshed")
+		return
+	}
+	c.mu.Lock()
+	if c.state == Ready && c.cs == cs {
+		c.tools = tools
+	}
+	c.mu.Unlock()
+}
+
+// list lists the server's tools, in name order.
+func (c *conn) list(ctx context.Context, cs *sdk.ClientSession) ([]capabilities.Tool, error) {
 	var tools []capabilities.Tool
 	for mt, err := range cs.Tools(ctx, nil) {
 		if err != nil {
-			return cs, nil, fmt.Errorf("list tools: %w", err)
+			return nil, fmt.Errorf("list tools: %w", err)
 		}
 		tl, err := newTool(c, mt)
 		if err != nil {
@@ -272,7 +308,7 @@ func (c *conn) dial(ctx context.Context) (*sdk.ClientSession, []capabilities.Too
 		tools = append(tools, tl)
 	}
 	sort.Slice(tools, func(i, j int) bool { return tools[i].Name() < tools[j].Name() })
-	return cs, tools, nil
+	return tools, nil
 }
 
 // transport builds the server's transport.
