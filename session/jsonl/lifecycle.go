@@ -20,8 +20,9 @@ var (
 	_ session.Deleter    = (*Store)(nil)
 )
 
-// tailBytes is how much of a log's end Summaries reads to find its last
-// event.
+// tailBytes is the most of a log's end Summaries reads to find its last
+// event; it reads a small tail first (the last event is usually a short
+// turn/end).
 const tailBytes = 64 << 10
 
 // Summaries implements session.Summarizer: every stored session's header
@@ -61,26 +62,40 @@ func lastTime(path string, created int64) int64 {
 	if err != nil {
 		return created
 	}
-	off := max(st.Size()-tailBytes, 0)
-	buf := make([]byte, st.Size()-off)
-	if _, err := f.ReadAt(buf, off); err != nil && !errors.Is(err, io.EOF) {
-		return created
+	for _, n := range []int64{4 << 10, tailBytes} {
+		off := max(st.Size()-n, 0)
+		buf := make([]byte, st.Size()-off)
+		if _, err := f.ReadAt(buf, off); err != nil && !errors.Is(err, io.EOF) {
+			return created
+		}
+		if t, ok := lastEventTime(buf, off > 0); ok {
+			return t
+		}
+		if off == 0 {
+			break
+		}
 	}
+	return created
+}
+
+// lastEventTime finds the time of the last complete event line in a
+// log's tail; partial says the tail's first line may be cut.
+func lastEventTime(buf []byte, partial bool) (int64, bool) {
 	lines := bytes.Split(buf, []byte{'\n'})
 	// The last element follows the final newline: empty, or a torn line.
 	for i := len(lines) - 2; i >= 0; i-- {
-		if off > 0 && i == 0 {
-			break // may be a partial line
+		if partial && i == 0 {
+			break
 		}
 		var ev struct {
 			Type string `json:"type"`
 			Time *int64 `json:"time"`
 		}
 		if json.Unmarshal(lines[i], &ev) == nil && ev.Time != nil && ev.Type != "session" {
-			return *ev.Time
+			return *ev.Time, true
 		}
 	}
-	return created
+	return 0, false
 }
 
 // Delete implements session.Deleter: it takes the session's lock, removes

@@ -28,6 +28,8 @@ func TestLastTimeReadsTheLastCompleteEvent(t *testing.T) {
 	require.Greater(t, len(big), tailBytes)
 	require.Equal(t, int64(77), lastTime(write("big.jsonl", big), 5), "only the tail is read")
 	require.Equal(t, int64(5), lastTime(filepath.Join(dir, "missing.jsonl"), 5))
+	long := `{"type":"request/header","seq":1,"time":88,"data":{"x":"` + strings.Repeat("y", 10<<10) + `"}}` + "\n"
+	require.Equal(t, int64(88), lastTime(write("long.jsonl", header+ev(0, 1)+long), 5), "a last event longer than the first tail read")
 }
 
 func itoa(n int) string { return strconv.Itoa(n) }
