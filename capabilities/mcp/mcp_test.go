@@ -182,6 +182,17 @@ func TestApprovalOnceAsksAgainAndRejectionRefuses(t *testing.T) {
 	require.True(t, out.IsError)
 	assert.Equal(t, "MCP_NOT_APPROVED", out.Error.Code)
 	assert.Contains(t, text(out), "approval was refused")
+
+	never := &answerer{out: approval.AllowedAlways}
+	set := mcp.Start(mcp.Config{Approver: approval.NewService("never", func() string { return "id" }, never), Environ: []string{"PATH=" + os.Getenv("PATH")}}, []mcp.Server{stdio(t, "s", "serve")})
+	reg := capabilities.NewRegistry()
+	reg.Attach(set)
+	t.Cleanup(func() { _ = reg.Close(context.Background()) })
+	require.NoError(t, set.Wait(context.Background()))
+	out = reg.Execute(context.Background(), newEnv(), "c1", "mcp__s__echo", `{"text":"a"}`)
+	require.True(t, out.IsError)
+	assert.Equal(t, "MCP_NOT_APPROVED", out.Error.Code, "the policy never refuses every call")
+	assert.Zero(t, never.asked(), "without asking")
 }
 
 func TestCrashingServerBecomesNoticeAndLosesItsTools(t *testing.T) {
