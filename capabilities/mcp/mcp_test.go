@@ -280,6 +280,24 @@ func TestHTTPAndSSEServers(t *testing.T) {
 	assert.Equal(t, "echo: still", text(f.call("mcp__old__echo", `{"text":"still"}`)), "the other server is unaffected")
 }
 
+// A connection outlives the connect timeout (an SSE stream is bound to
+// the context it was opened with).
+func TestConnectionsOutliveTheConnectTimeout(t *testing.T) {
+	sse := httptest.NewServer(sdk.NewSSEHandler(testServer, nil))
+	t.Cleanup(sse.Close)
+	streamable := httptest.NewServer(sdk.NewStreamableHTTPHandler(testServer, nil))
+	t.Cleanup(streamable.Close)
+	f := start(t, approval.AllowedAlways, 300*time.Millisecond,
+		mcp.Server{Name: "old", Transport: mcp.SSE, URL: sse.URL},
+		mcp.Server{Name: "web", Transport: mcp.HTTP, URL: streamable.URL},
+		stdio(t, "local", "serve"))
+	time.Sleep(700 * time.Millisecond)
+	assert.Equal(t, "echo: later", text(f.call("mcp__old__echo", `{"text":"later"}`)))
+	assert.Equal(t, "echo: later", text(f.call("mcp__web__echo", `{"text":"later"}`)))
+	assert.Equal(t, "echo: later", text(f.call("mcp__local__echo", `{"text":"later"}`)))
+	assert.Empty(t, f.note.all())
+}
+
 func TestParse(t *testing.T) {
 	s, err := mcp.Parse(json.RawMessage(`{"name":"fs","command":"/usr/bin/fs-mcp","args":["--root","/w"],"env":[{"name":"A","value":"1"}]}`))
 	require.NoError(t, err)

@@ -207,13 +207,20 @@ type conn struct {
 // connection until it ends.
 func (c *conn) connect() {
 	s := c.set
-	ctx, cancel := context.WithTimeout(s.ctx, s.cfg.ConnectTimeout)
-	defer cancel()
+	// The connection lives on ctx (an SSE stream is bound to the context
+	// it was opened with); the timeout only cuts a connect that is slow.
+	ctx, cancel := context.WithCancelCause(s.ctx)
+	defer cancel(nil)
+	slow := errors.New("connect timeout")
+	timer := time.AfterFunc(s.cfg.ConnectTimeout, func() { cancel(slow) })
 	cs, tools, err := c.dial(ctx)
+	if !timer.Stop() && err == nil {
+		err = slow
+	}
 	if err != nil {
 		switch {
 		case s.ctx.Err() != nil: // closed while connecting
-		case errors.Is(ctx.Err(), context.DeadlineExceeded):
+		case errors.Is(context.Cause(ctx), slow):
 			c.fail(fmt.Sprintf("did not answer within %s", s.cfg.ConnectTimeout), "could not be used")
 		default:
 			c.fail(err.Error(), "could not be started")
