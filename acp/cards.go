@@ -388,3 +388,9 @@ func textContent(blocks []session.Block) []ToolCallContent {
 	}
 	return out
 }
+
+// progressCard is a running call's progress (tool/progress): the card's
+// content for now, status in_progress; the result replaces it.
+func (p *presenter) progressCard(pr session.ToolProgress) ToolCallUpdateCard {
+	return ToolCallUpdateCard{SessionUpdate: "tool_call_update", ToolCallID: pr.CallID, Status: "in_progress", Content: textContent(pr.Content)}
+}

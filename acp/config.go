@@ -21,6 +21,9 @@ const (
 	// Options.Models).
 	optionModel    = agent.KnobModel
 	optionThinking = agent.KnobThinking
+	// optionTools is how the session's tools reach the model: native
+	// calls, a run_code program, or both (with Options.EditorConfig).
+	optionTools = agent.KnobToolMode
 )
 
 var (
@@ -44,6 +47,11 @@ var (
 	thinkingChoices = []choice{
 		{agent.ThinkingEnabled, "On", "The model reasons before it answers: slower, better at hard problems."},
 		{agent.ThinkingDisabled, "Off", "The model answers at once: faster and cheaper."},
+	}
+	toolModeChoices = []choice{
+		{agent.ToolModeNative, "Native", "The model calls each tool directly, one card per call."},
+		{agent.ToolModeCode, "Code", "The model writes one TypeScript program (run_code) that calls the tools; fewer round trips."},
+		{agent.ToolModeBoth, "Both", "The model may call tools directly or write a program that calls them."},
 	}
 	modeChoices = map[string]choice{
 		agent.DefaultMode: {agent.DefaultMode, "Default", "The agent reads, edits and runs commands within the sandbox."},
@@ -172,6 +180,11 @@ func (s *Server) optionsWith(ctx context.Context, sess Session, values optionVal
 			Description: "Whether requests to go beyond the sandbox reach you.",
 			Category:    "_approvals", Type: "select", CurrentValue: v, Options: namedOptions(approvalChoices)})
 	}
+	if v, ok := values(optionTools); ok {
+		out = append(out, ConfigOption{ID: optionTools, Name: "Tools",
+			Description: "How the agent calls its tools: one by one, or from a program it writes.",
+			Category:    "_tools", Type: "select", CurrentValue: v, Options: namedOptions(toolModeChoices)})
+	}
 	return out
 }
 
@@ -245,6 +258,14 @@ func (s *Server) setConfigOption(params json.RawMessage) (any, error) {
 	case optionModel, optionThinking:
 		if err := s.checkModelValue(ls, req.ConfigID, value, quoted); err != nil {
 			return nil, err
+		}
+	case optionTools:
+		if _, ok := ls.s.Knob(optionTools); !ok || !s.opts.EditorConfig {
+			id, _ := marshal(req.ConfigID)
+			return nil, invalidParams("unknown config option %s", id)
+		}
+		if !slices.ContainsFunc(toolModeChoices, func(c choice) bool { return c.value == value }) {
+			return nil, invalidParams("unknown tool-mode value %s", quoted)
 		}
 	case optionMode:
 		if !s.opts.EditorConfig {

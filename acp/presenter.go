@@ -146,6 +146,12 @@ func (p *presenter) present(ev session.Event) []any {
 		}
 		used := m.Usage.InputTokens + m.Usage.CacheReadTokens + m.Usage.OutputTokens
 		return []any{UsageUpdate{SessionUpdate: "usage_update", Used: used, Size: p.window}}
+	case session.TypeToolProgress:
+		var pr session.ToolProgress
+		if ev.Decode(&pr) != nil {
+			return nil
+		}
+		return []any{p.progressCard(pr)}
 	case agent.TypeModelNotice:
 		var n agent.ModelNotice
 		if ev.Decode(&n) != nil {

@@ -24,9 +24,27 @@ func TestDefaultChildAsksNobodyAndStaysOutOfTheEditor(t *testing.T) {
 	s := srv.newSession(t, ws)
 	stop, lines := srv.prompt(t, s.SessionID, "delegate the question")
 	assert.Equal(t, "end_turn", stop)
+	cards := map[string]bool{}
 	for _, l := range lines {
 		assert.NotContains(t, l, "elicitation/create", "a child's question never reaches the editor")
-		assert.NotContains(t, l, "ask_user_question", "a child's cards never reach the editor")
+		var f struct {
+			Params struct {
+				Update struct {
+					SessionUpdate string `json:"sessionUpdate"`
+					ToolCallID    string `json:"toolCallId"`
+				} `json:"update"`
+			} `json:"params"`
+		}
+		require.NoError(t, json.Unmarshal([]byte(l), &f))
+		switch u := f.Params.Update; u.SessionUpdate {
+		case "tool_call":
+			assert.NotContains(t, l, "ask_user_question", "a child's cards never reach the editor")
+			cards[u.ToolCallID] = true
+		case "tool_call_update":
+			// The parent's card may name what the child does (its
+			// progress); no update belongs to a card of the child's.
+			assert.True(t, cards[u.ToolCallID], "an update for a card the editor never saw: %s", l)
+		}
 	}
 	listed := srv.c.call("session/list", map[string]any{})
 	var list struct {
