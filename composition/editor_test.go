@@ -133,7 +133,7 @@ func TestSpecClientSeesEveryPicker(t *testing.T) {
 	resp, before := srv.c.roundtrip("session/set_config_option", map[string]any{"sessionId": sid.SessionID, "configId": mode.ID, "value": "plan"})
 	require.NoError(t, json.Unmarshal([]byte(resp), &nr))
 	assert.Equal(t, "plan", current(t, specOptions(t, string(nr.Result)), "mode"))
-	assert.Equal(t, []string{`{"sessionUpdate":"current_mode_update","currentModeId":"plan"}`}, updates(before, sid.SessionID))
+	assert.Equal(t, []string{`{"sessionUpdate":"current_mode_update","currentModeId":"plan"}`}, changeUpdates(before, sid.SessionID))
 
 	// The mode governs the next turn: plan mode offers no write tools.
 	p.script("present the plan", exitPlan())

@@ -467,6 +467,19 @@ func updates(lines []string, sid string) []string {
 	return out
 }
 
+// changeUpdates is updates without the session's command list, which is
+// announced asynchronously right after session/new (and load) and may land
+// in any later window of the test.
+func changeUpdates(lines []string, sid string) []string {
+	var out []string
+	for _, u := range updates(lines, sid) {
+		if !strings.Contains(u, `"sessionUpdate":"available_commands_update"`) {
+			out = append(out, u)
+		}
+	}
+	return out
+}
+
 // agentRequests returns the agent→client requests named method among lines.
 func agentRequests(lines []string, method string) []frame {
 	var out []frame

@@ -97,18 +97,18 @@ func TestCompositionSurfaces(t *testing.T) {
 			l, before := mode("plan")
 			if !c.modes {
 				assert.Equal(t, errResp(idOf(l), "Invalid params: session modes are not composed in this deployment"), l)
-				assert.Empty(t, updates(before, sid))
+				assert.Empty(t, changeUpdates(before, sid))
 				return
 			}
 			upd := `{"sessionUpdate":"current_mode_update","currentModeId":"plan"}`
 			assert.Equal(t, fmt.Sprintf(`{"jsonrpc":"2.0","id":%d,"result":{}}`, idOf(l)), l)
-			assert.Equal(t, []string{upd}, updates(before, sid))
+			assert.Equal(t, []string{upd}, changeUpdates(before, sid))
 			l, before = mode("plan") // announced even when already current
 			assert.Equal(t, fmt.Sprintf(`{"jsonrpc":"2.0","id":%d,"result":{}}`, idOf(l)), l)
-			assert.Equal(t, []string{upd}, updates(before, sid))
+			assert.Equal(t, []string{upd}, changeUpdates(before, sid))
 			l, before = mode("yolo")
 			assert.Equal(t, errResp(idOf(l), `Invalid params: unknown mode "yolo" — available modes: default, plan`), l)
-			assert.Empty(t, updates(before, sid))
+			assert.Empty(t, changeUpdates(before, sid))
 		})
 	}
 }
