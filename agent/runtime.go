@@ -280,7 +280,10 @@ type Session struct {
 	log   *session.Log
 	tools *capabilities.Registry
 	model string // a child's model override ("" = the runtime's)
-	depth int    // 0 for a top-level session, parent's + 1 for a child
+	// watcher is the parent's pipeline when it watches its children
+	// (SubagentStop runs on it when this child closes).
+	watcher *pipeline.Pipeline
+	depth   int // 0 for a top-level session, parent's + 1 for a child
 
 	turnMu sync.Mutex // held for a whole turn
 
@@ -350,6 +353,10 @@ func (s *Session) Close(ctx context.Context) error {
 	s.bg.Wait()
 	s.turnMu.Lock()
 	defer s.turnMu.Unlock()
+	if w := s.watcher; w != nil {
+		s.watcher = nil
+		w.StopSubagent(context.WithoutCancel(ctx), s)
+	}
 	return errors.Join(s.tools.Close(ctx), s.log.Close(ctx))
 }
 

@@ -47,6 +47,15 @@ func (s *Session) Spawn(ctx context.Context, o capabilities.ChildOptions) (capab
 	}
 	child := r.openChild(session.ResumeLog(h, seed, r.cfg.Clock, r.cfg.Store), true, o)
 	child.depth = s.depth + 1
+	if s.pipe.HasWatchers() {
+		// SubagentStart: its context reaches the child before its first
+		// prompt (an injection turn of its own); SubagentStop runs when the
+		// child is closed.
+		child.watcher = s.pipe
+		if c := s.pipe.StartSubagent(ctx, child); c != nil {
+			child.inject(session.Message{Content: c.Content, Source: c.Source})
+		}
+	}
 	return child, nil
 }
 

@@ -204,6 +204,15 @@ type SessionStarter interface {
 	StartSession(ctx context.Context, s Session, source string) (*Context, error)
 }
 
+// SubagentWatcher runs when a child agent starts and when it ends (the
+// hook bridges' SubagentStart and SubagentStop; detached points: nothing is
+// logged and the decision changes nothing). Context returned at the start
+// is injected into the child.
+type SubagentWatcher interface {
+	StartSubagent(ctx context.Context, child Session) (*Context, error)
+	StopSubagent(ctx context.Context, child Session) error
+}
+
 // Namer is implemented by members that name themselves in diagnostics.
 type Namer interface {
 	Name() string
@@ -219,6 +228,7 @@ type Pipeline struct {
 	review   []ResultReviewer
 	cont     []Continuer
 	starters []SessionStarter
+	watchers []SubagentWatcher
 }
 
 // New returns a pipeline of members; each joins every chain whose interface
@@ -244,6 +254,9 @@ func New(log zerolog.Logger, members ...any) (*Pipeline, error) {
 		}
 		if v, ok := m.(SessionStarter); ok {
 			p.starters, joined = append(p.starters, v), true
+		}
+		if v, ok := m.(SubagentWatcher); ok {
+			p.watchers, joined = append(p.watchers, v), true
 		}
 		if !joined {
 			return nil, fmt.Errorf("pipeline: member %s joins no chain", name(m))
@@ -352,6 +365,27 @@ func (p *Pipeline) StartSession(ctx context.Context, s Session, source string) *
 		merged = Merge(merged, d)
 	}
 	return merged
+}
+
+// HasWatchers reports whether any member watches child agents.
+func (p *Pipeline) HasWatchers() bool { return len(p.watchers) > 0 }
+
+// StartSubagent runs every subagent watcher for a child that starts and
+// returns their contexts merged. Fail-safe: none.
+func (p *Pipeline) StartSubagent(ctx context.Context, child Session) *Context {
+	var merged *Context
+	for _, m := range p.watchers {
+		d := contain(p, m, "subagent start", (*Context)(nil), func() (*Context, error) { return m.StartSubagent(ctx, child) })
+		merged = Merge(merged, d)
+	}
+	return merged
+}
+
+// StopSubagent runs every subagent watcher for a child that ended.
+func (p *Pipeline) StopSubagent(ctx context.Context, child Session) {
+	for _, m := range p.watchers {
+		contain(p, m, "subagent stop", struct{}{}, func() (struct{}, error) { return struct{}{}, m.StopSubagent(ctx, child) })
+	}
 }
 
 // Merge folds next into acc: the blocks of both in order, the source of

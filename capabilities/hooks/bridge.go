@@ -207,6 +207,27 @@ func (b *Bridge) StartSession(ctx context.Context, s pipeline.Session, source st
 	return b.context(b.point(ctx, s, event{point: SessionStart, source: source}, source, false)), nil
 }
 
+// StartSubagent implements pipeline.SubagentWatcher (SubagentStart,
+// Claude only, detached and not logged): the payload is built from the
+// child, the match query is the agent type, and the context is injected
+// into the child.
+func (b *Bridge) StartSubagent(ctx context.Context, child pipeline.Session) (*pipeline.Context, error) {
+	if len(b.Config.Points[SubagentStart]) == 0 {
+		return nil, nil
+	}
+	return b.context(b.point(ctx, child, event{point: SubagentStart}, subagentType, false)), nil
+}
+
+// StopSubagent implements pipeline.SubagentWatcher (SubagentStop, Claude
+// only, detached and not logged; its decision changes nothing).
+func (b *Bridge) StopSubagent(ctx context.Context, child pipeline.Session) error {
+	if len(b.Config.Points[SubagentStop]) == 0 {
+		return nil
+	}
+	b.point(ctx, child, event{point: SubagentStop}, subagentType, false)
+	return nil
+}
+
 func orDefault(s, def string) string {
 	if s == "" {
 		return def

@@ -47,6 +47,10 @@ type event struct {
 	result *string
 }
 
+// subagentType is the agent type of every child (SubagentStart and
+// SubagentStop payloads, and their match query).
+const subagentType = "general-purpose"
+
 // payload returns the hook's stdin object for e in dialect d
 // (hooks contract § 4).
 func payload(d Dialect, s pipeline.Session, e event) []byte {
@@ -72,6 +76,10 @@ func payload(d Dialect, s pipeline.Session, e event) []byte {
 	switch e.point {
 	case SessionStart:
 		o.str("source", e.source)
+	case SubagentStart:
+		o.str("agent_id", id).str("agent_type", subagentType)
+	case SubagentStop:
+		o.str("agent_id", id).str("agent_type", subagentType).raw("stop_hook_active", []byte("false"))
 	case UserPromptSubmit:
 		o.str("prompt", e.prompt)
 	case PreToolUse, PostToolUse:
