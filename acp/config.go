@@ -36,9 +36,9 @@ type choice struct{ value, name, description string }
 
 var (
 	sandboxChoices = []choice{
-		{"read-only", "Read only", "Commands may read the project but change nothing on disk and reach no network."},
-		{"workspace-write", "Workspace", "Commands may change files inside the project; the network and the rest of the disk stay closed."},
-		{"danger-full-access", "Full access", "Commands run unconfined: any file, the network. Use with care."},
+		{"read-only", "Read only", "Commands and file tools may read but change nothing on disk; a write asks first. The network is not restricted."},
+		{"workspace-write", "Workspace", "Commands and file tools may change the project and the session's /tmp; writes elsewhere ask first. Reads and the network are not restricted."},
+		{"danger-full-access", "Full access", "Commands run unconfined and file tools reach any path, without asking. Use with care."},
 	}
 	approvalChoices = []choice{
 		{"ask", "Ask me", "Permission requests reach you, and you decide each one."},
