@@ -251,13 +251,18 @@ func Run(ctx context.Context, sc *Scenario, l Launcher, o Options) Result {
 		res.Message = "harvest logs: " + err.Error()
 		return res
 	}
+	// The run's scratch home appears in paths the agent shows (spill files
+	// under its state dir): it becomes {{home}}, like the cwd.
+	for i := range logs {
+		logs[i] = scrubHome(logs[i], home)
+	}
 	res.Logs = logs
 	ids := append([]string(nil), c.sessionIDs...)
 	for _, lg := range logs {
 		id, _ := LogIdentity(lg)
 		ids = append(ids, id)
 	}
-	got, err := NormalizeStdout(c.recorded(), cwd, ids)
+	got, err := NormalizeStdout(scrubHome(c.recorded(), home), cwd, ids)
 	if err != nil {
 		res.Message = err.Error()
 		return res
@@ -454,4 +459,16 @@ func (s *syncBuffer) String() string {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return s.b.String()
+}
+
+// HomeToken stands for the run's scratch home directory in goldens.
+const HomeToken = "{{home}}"
+
+// scrubHome replaces the scratch home directory's path in raw output (a
+// temporary directory's name needs no JSON escaping).
+func scrubHome(raw []byte, home string) []byte {
+	if home == "" {
+		return raw
+	}
+	return bytes.ReplaceAll(raw, []byte(home), []byte(HomeToken))
 }
