@@ -17,6 +17,8 @@ func (s *Server) initialize(params json.RawMessage) (any, error) {
 	s.terminalOutput = terminal
 	s.elicitation = req.ClientCapabilities.Elicitation != nil && req.ClientCapabilities.Elicitation.Form != nil
 	s.authAware = len(req.ClientCapabilities.Auth) > 0 && string(req.ClientCapabilities.Auth) != "null"
+	sub := req.ClientCapabilities.Subagents
+	s.subagents = s.opts.EditorCards && len(sub) > 0 && string(sub) != "null"
 	if sc := req.ClientCapabilities.Session; sc != nil {
 		s.compaction = s.opts.EditorCards && len(sc.Compaction) > 0 && string(sc.Compaction) != "null"
 	}

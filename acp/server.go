@@ -37,6 +37,7 @@ type Server struct {
 	elicitation    bool // the client advertised elicitation
 	authAware      bool // the client advertised auth capabilities
 	compaction     bool // the client takes compaction_update (and the composition shows editor cards)
+	subagents      bool // the client shows child sessions (subagent_update)
 	sessions       map[string]*liveSession
 	loading        map[string]bool
 	work           sync.WaitGroup

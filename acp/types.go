@@ -28,7 +28,10 @@ type ClientCapabilities struct {
 	Session *struct {
 		Compaction json.RawMessage `json:"compaction,omitempty"`
 	} `json:"session,omitempty"`
-	Meta map[string]json.RawMessage `json:"_meta,omitempty"`
+	// Subagents (unstable schema) present and not null means the client
+	// shows child sessions (subagent_update).
+	Subagents json.RawMessage            `json:"subagents,omitempty"`
+	Meta      map[string]json.RawMessage `json:"_meta,omitempty"`
 }
 
 // InitializeRequest is the params of initialize.

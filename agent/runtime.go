@@ -90,6 +90,10 @@ type Config struct {
 	// anchoring, background-task notices, approval narrator); see
 	// package pipeline.
 	Members func(s pipeline.Session) []any
+	// OnSpawn, when set, is told of every child agent right after it is
+	// created and before it runs (an editor that shows child sessions
+	// announces it and follows its log); title is ChildOptions.Title.
+	OnSpawn func(parent, child *Session, title string)
 }
 
 // DefaultMaxSteps is the step cap of a turn when Config.MaxSteps is zero.

@@ -47,6 +47,9 @@ func (s *Session) Spawn(ctx context.Context, o capabilities.ChildOptions) (capab
 	}
 	child := r.openChild(session.ResumeLog(h, seed, r.cfg.Clock, r.cfg.Store), true, o)
 	child.depth = s.depth + 1
+	if r.cfg.OnSpawn != nil {
+		r.cfg.OnSpawn(s, child, o.Title)
+	}
 	if s.pipe.HasWatchers() {
 		// SubagentStart: its context reaches the child before its first
 		// prompt (an injection turn of its own); SubagentStop runs when the

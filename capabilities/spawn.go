@@ -30,6 +30,9 @@ type ChildOptions struct {
 	// Members join the child's turn pipeline after the composition's
 	// (pipeline members: gates, continuers).
 	Members []any
+	// Title is how an editor that shows child sessions names this one
+	// (the delegated task's description); empty leaves it to the editor.
+	Title string
 }
 
 // Child is a running child agent.

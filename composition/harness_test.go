@@ -297,6 +297,10 @@ var (
 	schemaOnce sync.Once
 	schema     *acpschema.Validator
 	schemaErr  error
+
+	unstableOnce sync.Once
+	unstable     *acpschema.Validator
+	unstableErr  error
 )
 
 // validate checks every frame the agent wrote against the ACP schema
@@ -324,7 +328,17 @@ func (c *client) validate() {
 		if method == "" {
 			method = methods[string(f.ID)]
 		}
-		if err := schema.CheckFrame([]byte(l), method); err != nil {
+		v := schema
+		if strings.Contains(l, `"sessionUpdate":"subagent_update"`) {
+			// Announced only to clients that advertise the unstable
+			// subagents capability: checked against the unstable schema.
+			unstableOnce.Do(func() {
+				unstable, unstableErr = acpschema.Compile(filepath.Join("..", "..", "shared", "acp", "schema.unstable.json"))
+			})
+			require.NoError(c.t, unstableErr)
+			v = unstable
+		}
+		if err := v.CheckFrame([]byte(l), method); err != nil {
 			c.t.Errorf("agent frame fails the ACP schema: %v\nframe: %s", err, acpschema.ClipLine([]byte(l)))
 		}
 	}

@@ -106,6 +106,11 @@ func (c Composition) NewServer(o ServerOptions) *acp.Server {
 		Compaction:         c.compaction(),
 		MaxToolArgBytes:    o.Limits.MaxToolArgBytes,
 		Members:            c.members(o, approvals),
+		OnSpawn: func(parent, child *agent.Session, title string) {
+			if srv := asker.srv; srv != nil {
+				srv.Spawned(parent.ID(), child, title)
+			}
+		},
 	})
 	var (
 		models      func(context.Context) []acp.ModelChoice

@@ -48,6 +48,8 @@ type Request struct {
 	Prompt string
 	// Model overrides the child's model ("" keeps the parent's).
 	Model string
+	// Title names the child for an editor that shows child sessions.
+	Title string
 	// Schema makes the run structured: the child gets structured_output
 	// and must call it; the captured value is the run's Value.
 	Schema *structured.Schema
@@ -93,7 +95,7 @@ func (o Outcome) Err() error {
 // whose turn ends aborted with ReasonParentAborted. The error is only for
 // a child that could not be started.
 func Run(ctx context.Context, sp capabilities.Spawner, r Request) (Outcome, error) {
-	opts := capabilities.ChildOptions{Fork: r.Fork, Model: r.Model}
+	opts := capabilities.ChildOptions{Fork: r.Fork, Model: r.Model, Title: r.Title}
 	var capture *structured.Capture
 	if r.Schema != nil {
 		capture = structured.NewCapture(r.Schema).WithNudges(r.Nudges)

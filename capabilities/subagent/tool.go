@@ -83,7 +83,7 @@ func (t Tool) Run(ctx context.Context, call *capabilities.Call) (capabilities.Re
 	if err := json.Unmarshal(call.Args, &args); err != nil {
 		return capabilities.Result{}, err
 	}
-	r := Request{Fork: t.Fork, Prompt: args.Prompt}
+	r := Request{Fork: t.Fork, Prompt: args.Prompt, Title: args.Description}
 	if args.Background && t.Tasks != nil {
 		return t.runBackground(ctx, call, sp, r, args.Description)
 	}
