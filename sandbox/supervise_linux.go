@@ -3,7 +3,6 @@
 package sandbox
 
 import (
-	"bufio"
 	"bytes"
 	"errors"
 	"fmt"
@@ -180,40 +179,11 @@ func scanChildren(pid int) []int {
 		if err != nil {
 			continue
 		}
-		if st, ok := readStat(n); ok && st.ppid == pid {
+		if st, ok := ReadProc(n); ok && st.PPID == pid {
 			out = append(out, n)
 		}
 	}
 	return out
-}
-
-// procStat holds the fields of /proc/<pid>/stat the helper needs.
-type procStat struct {
-	ppid, pgrp, session int
-}
-
-// readStat parses /proc/<pid>/stat.
-func readStat(pid int) (procStat, bool) {
-	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
-	if err != nil {
-		return procStat{}, false
-	}
-	// The command name is parenthesized and may contain anything.
-	i := bytes.LastIndexByte(b, ')')
-	if i < 0 {
-		return procStat{}, false
-	}
-	sc := bufio.NewScanner(bytes.NewReader(b[i+1:]))
-	sc.Split(bufio.ScanWords)
-	var f []int
-	for sc.Scan() && len(f) < 5 {
-		n, _ := strconv.Atoi(sc.Text()) // the first field is the state letter
-		f = append(f, n)
-	}
-	if len(f) < 4 {
-		return procStat{}, false
-	}
-	return procStat{ppid: f[1], pgrp: f[2], session: f[3]}, true
 }
 
 // exitStatus turns the command's wait status into the helper's: its exit

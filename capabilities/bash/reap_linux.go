@@ -3,13 +3,13 @@
 package bash
 
 import (
-	"bytes"
 	"errors"
 	"os"
-	"strconv"
 	"sync"
 	"syscall"
 	"time"
+
+	"github.com/dsh-acp/dsh-acp/sandbox"
 )
 
 // pruneAt is how many tracked sessions make [tracker.add] drop the ones
@@ -77,17 +77,17 @@ func sweep(sids map[int]struct{}) {
 	for range 10 {
 		found := false
 		for pid, st := range processes() {
-			_, inSession := sids[st.session]
-			_, inGroup := sids[st.pgrp]
+			_, inSession := sids[st.Session]
+			_, inGroup := sids[st.PGRP]
 			if pid == self || !(inSession || inGroup) {
 				continue
 			}
 			// A session leader is the tool's own child, which its runner
 			// reaps; anything else re-parented to us is ours to reap.
-			if _, leader := sids[pid]; st.ppid == self && !leader {
+			if _, leader := sids[pid]; st.PPID == self && !leader {
 				adopted[pid] = struct{}{}
 			}
-			if st.zombie {
+			if st.Zombie {
 				continue
 			}
 			found = true
@@ -115,50 +115,14 @@ func sweep(sids map[int]struct{}) {
 func liveSessions() map[int]struct{} {
 	out := map[int]struct{}{}
 	for _, st := range processes() {
-		out[st.session] = struct{}{}
+		out[st.Session] = struct{}{}
 	}
 	return out
 }
 
-// procStat holds the fields of /proc/<pid>/stat the tracker needs.
-type procStat struct {
-	ppid, pgrp, session int
-	zombie              bool
-}
-
-// processes reads every process's parent, group and session from /proc,
-// zombies included (a zombie still holds its pid).
-func processes() map[int]procStat {
-	ents, err := os.ReadDir("/proc")
-	if err != nil {
-		return nil
-	}
-	out := make(map[int]procStat, len(ents))
-	for _, e := range ents {
-		pid, err := strconv.Atoi(e.Name())
-		if err != nil {
-			continue
-		}
-		b, err := os.ReadFile("/proc/" + e.Name() + "/stat")
-		if err != nil {
-			continue
-		}
-		// The command name is parenthesized and may contain anything.
-		i := bytes.LastIndexByte(b, ')')
-		if i < 0 {
-			continue
-		}
-		f := bytes.Fields(b[i+1:]) // state ppid pgrp session …
-		if len(f) < 4 {
-			continue
-		}
-		ppid, _ := strconv.Atoi(string(f[1]))
-		pgrp, _ := strconv.Atoi(string(f[2]))
-		session, _ := strconv.Atoi(string(f[3]))
-		out[pid] = procStat{ppid: ppid, pgrp: pgrp, session: session, zombie: string(f[0]) == "Z"}
-	}
-	return out
-}
+// processes reads the process table (parent, group, session of every
+// process, zombies included).
+func processes() map[int]sandbox.Proc { return sandbox.Processes() }
 
 // setProcAttr makes the command a session leader that the kernel kills
 // when the agent dies.
