@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"strconv"
 	"strings"
 
 	"github.com/dsh-acp/dsh-acp/agent/llm"
@@ -389,8 +388,6 @@ func errorText(text string) capabilities.Outcome {
 func (s *Session) stream(ctx context.Context, req *llm.Request, ref session.StepRef) (asm *llm.Assembler, seqs []int, oversized map[string]int, err error) {
 	asm = &llm.Assembler{}
 	limit := s.rt.maxToolArgBytes()
-	argBytes := map[int]int{}
-	callIDs := map[int]string{}
 	// The provider's notices (a retry after a rate limit) are logged for
 	// the user; the model never sees them.
 	ctx = llm.WithNoticer(ctx, func(text string) {
@@ -401,16 +398,8 @@ func (s *Session) stream(ctx context.Context, req *llm.Request, ref session.Step
 			return asm, seqs, oversized, err
 		}
 		if c.Type == llm.ChunkToolCallDelta {
-			if c.ID != "" {
-				callIDs[c.Index] = c.ID
-			}
-			argBytes[c.Index] += len(c.ArgumentsDelta)
-			if argBytes[c.Index] > limit {
-				id := callIDs[c.Index]
-				if id == "" {
-					id = "call-" + strconv.Itoa(c.Index) // the assembler's fallback id
-				}
-				oversized = map[string]int{id: argBytes[c.Index]}
+			if id, n := asm.ToolArgs(c.Index); n+len(c.ArgumentsDelta) > limit {
+				oversized = map[string]int{id: n + len(c.ArgumentsDelta)}
 				asm.Add(llm.Chunk{Type: llm.ChunkFinish, Reason: &llm.FinishReason{Kind: llm.FinishToolCalls}})
 				break
 			}

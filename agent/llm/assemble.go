@@ -99,6 +99,19 @@ func (a *Assembler) Content() []session.Block {
 	return out
 }
 
+// ToolArgs reports the tool call being assembled at index: its id as
+// Content would name it, and how many bytes of arguments it has so far.
+func (a *Assembler) ToolArgs(index int) (id string, n int) {
+	id = "call-" + strconv.Itoa(index)
+	if p, ok := a.blocks[index]; ok {
+		if p.id != "" {
+			id = p.id
+		}
+		n = p.args.Len()
+	}
+	return id, n
+}
+
 // Usage returns the last usage chunk's usage, or nil.
 func (a *Assembler) Usage() *Usage { return a.usage }
 
