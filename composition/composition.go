@@ -207,7 +207,7 @@ func (c Composition) Validate() error {
 	if c.Model == "" {
 		return fmt.Errorf("composition %s: model is empty", c.Name)
 	}
-	if err := (bash.EnvPolicy{Pass: c.EnvPass, Strip: c.EnvStrip}).Check(); err != nil {
+	if err := c.envPolicy().Check(); err != nil {
 		return fmt.Errorf("composition %s: %w", c.Name, err)
 	}
 	return nil
@@ -362,6 +362,12 @@ func (c Composition) bashOptions(env capabilities.Env, deps Deps) bash.Options {
 		},
 	}
 	return o
+}
+
+// envPolicy is which of the agent's variables reach the commands the
+// composition runs: bash, hooks, ripgrep and stdio MCP servers alike.
+func (c Composition) envPolicy() bash.EnvPolicy {
+	return bash.EnvPolicy{Pass: c.EnvPass, Strip: c.EnvStrip}
 }
 
 // sessionMode is the calling session's sandbox mode: its knob, else the

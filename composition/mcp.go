@@ -30,6 +30,7 @@ type mcpConnector struct {
 	approvals *approval.Service
 	version   string
 	log       zerolog.Logger
+	env       bash.EnvPolicy // which variables reach stdio servers
 }
 
 var _ acp.MCPConnector = mcpConnector{}
@@ -50,7 +51,7 @@ func (m mcpConnector) Connect(sess acp.Session, raw []json.RawMessage) {
 		Notify: func(text string) {
 			sess.Log().Append(agent.TypeCommandResult, agent.CommandResult{Command: "mcp", Text: text})
 		},
-		Environ: bash.CommandEnv(os.Environ()),
+		Environ: m.env.Filter(os.Environ()),
 		Dir:     sess.Log().Header().Cwd,
 		Version: m.version,
 		Log:     m.log.With().Str("session", sess.ID()).Logger(),

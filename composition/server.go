@@ -210,5 +210,5 @@ func (c Composition) mcpConnector(approvals *approval.Service, o ServerOptions) 
 	if c.Upstream {
 		return nil
 	}
-	return mcpConnector{approvals: approvals, version: o.Version, log: o.Log}
+	return mcpConnector{approvals: approvals, version: o.Version, log: o.Log, env: c.envPolicy()}
 }

@@ -102,7 +102,7 @@ func (d Deps) spillDir(env capabilities.Env) string {
 func (c Composition) toolbox(env capabilities.Env, deps Deps) []capabilities.Tool {
 	var tools []capabilities.Tool
 	if c.Has(FamilySearch) {
-		o := search.Options{}
+		o := search.Options{Env: c.envPolicy()}
 		if c.Sandbox != "" {
 			confiner := deps.Confiner
 			if confiner == nil {

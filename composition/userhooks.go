@@ -100,7 +100,7 @@ func (c Composition) defaultMembers(o ServerOptions, approvals *approval.Service
 	}
 	user := loadHookFiles(o.Log, userHookFiles(getenv))
 	store := &consentStore{path: filepath.Join(filepath.Dir(DefaultSessionsRoot(getenv)), "hook-consent.json")}
-	runner := &hooks.Runner{}
+	runner := &hooks.Runner{Env: c.envPolicy()}
 	if c.Sandbox != "" {
 		confiner := hooks.Confiner(unconfinable{})
 		if o.Confiner != nil {

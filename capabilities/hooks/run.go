@@ -54,6 +54,9 @@ type Runner struct {
 	Sandbox *Sandboxing
 	// Environ returns the agent's environment (nil: os.Environ).
 	Environ func() []string
+	// Env decides which of its variables reach a hook, as for bash
+	// commands (zero: the default rule, secret-looking names dropped).
+	Env bash.EnvPolicy
 	// MaxOutput caps each kept stream (zero: DefaultMaxOutput).
 	MaxOutput int
 }
@@ -116,7 +119,7 @@ func (r *Runner) run(ctx context.Context, s pipeline.Session, sp Spec) Run {
 
 	cmd := exec.Command("bash", "-c", line)
 	cmd.Dir = sp.Dir
-	cmd.Env = append(bash.CommandEnv(environ()), sp.Env...)
+	cmd.Env = append(r.Env.Filter(environ()), sp.Env...)
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 	inR, inW, err := os.Pipe()
 	if err != nil {

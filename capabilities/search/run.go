@@ -13,7 +13,6 @@ import (
 	"time"
 
 	"github.com/dsh-acp/dsh-acp/capabilities"
-	"github.com/dsh-acp/dsh-acp/capabilities/bash"
 	"github.com/dsh-acp/dsh-acp/sandbox"
 )
 
@@ -57,7 +56,7 @@ func (o Options) exec(ctx context.Context, call *capabilities.Call, dir string, 
 	start := func(withSetup bool) (*exec.Cmd, io.ReadCloser, *os.File, error) {
 		cmd := exec.Command(argv[0], argv[1:]...)
 		cmd.Dir = dir
-		cmd.Env = bash.CommandEnv(os.Environ())
+		cmd.Env = o.Env.Filter(os.Environ())
 		cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 		if withSetup && setup != nil {
 			setup(cmd)

@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/dsh-acp/dsh-acp/capabilities"
+	"github.com/dsh-acp/dsh-acp/capabilities/bash"
 	"github.com/dsh-acp/dsh-acp/sandbox"
 )
 
@@ -72,6 +73,9 @@ type Options struct {
 	MaxTimeout time.Duration
 	// MaxFileSize is ripgrep's --max-filesize (default DefaultMaxFileSize).
 	MaxFileSize string
+	// Env decides which of the agent's variables reach rg, as for bash
+	// commands (zero: the default rule, secret-looking names dropped).
+	Env bash.EnvPolicy
 }
 
 func (o Options) withDefaults() Options {
