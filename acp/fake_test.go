@@ -219,6 +219,8 @@ func (s *FakeSession) ID() string { return s.log.Header().ID }
 // Log implements Session.
 func (s *FakeSession) Log() *session.Log { return s.log }
 
+func (s *FakeSession) Host() *capabilities.Host { return nil }
+
 // Tools implements Session.
 func (s *FakeSession) Tools() *capabilities.Registry { return s.tools }
 

@@ -283,7 +283,8 @@ type Session struct {
 	rt    *Runtime
 	log   *session.Log
 	tools *capabilities.Registry
-	model string // a child's model override ("" = the runtime's)
+	model string             // a child's model override ("" = the runtime's)
+	host  *capabilities.Host // what the session's host supplies (nil: all local)
 	// watcher is the parent's pipeline when it watches its children
 	// (SubagentStop runs on it when this child closes).
 	watcher *pipeline.Pipeline
@@ -318,6 +319,9 @@ func (s *Session) Cwd() string { return s.log.Header().Cwd }
 
 // Log returns the session's event log.
 func (s *Session) Log() *session.Log { return s.log }
+
+// Host returns what the session's host supplies (nil: all local).
+func (s *Session) Host() *capabilities.Host { return s.host }
 
 // Tools returns the session's tool registry.
 func (s *Session) Tools() *capabilities.Registry { return s.tools }

@@ -114,3 +114,5 @@ type testEnv struct{ log *session.Log }
 
 func (e testEnv) Cwd() string       { return "/" }
 func (e testEnv) Log() *session.Log { return e.log }
+
+func (e testEnv) Host() *capabilities.Host { return nil }

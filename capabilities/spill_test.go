@@ -38,6 +38,8 @@ type spillEnv struct{ cwd string }
 func (e spillEnv) Cwd() string       { return e.cwd }
 func (e spillEnv) Log() *session.Log { return nil }
 
+func (e spillEnv) Host() *capabilities.Host { return nil }
+
 func TestSpillSavesTheWholeResultAndGivesABoundedView(t *testing.T) {
 	dir := filepath.Join(t.TempDir(), "spill", "s1")
 	r := capabilities.NewRegistry(big{lines: 5000}).WithSpill(capabilities.Spill{Cap: 4096, Dir: func(capabilities.Env) string { return dir }})

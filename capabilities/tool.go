@@ -43,6 +43,9 @@ type Env interface {
 	Cwd() string
 	// Log is the calling session's log (tools append effect events).
 	Log() *session.Log
+	// Host is what the session's host supplies: files, terminals, extra
+	// roots (nil: everything local).
+	Host() *Host
 }
 
 // Result is a tool's output.

@@ -23,6 +23,8 @@ type toolboxEnv struct {
 func (e toolboxEnv) Cwd() string       { return e.cwd }
 func (e toolboxEnv) Log() *session.Log { return e.log }
 
+func (e toolboxEnv) Host() *capabilities.Host { return nil }
+
 func names(r *capabilities.Registry) []string {
 	var n []string
 	for _, t := range r.Tools() {

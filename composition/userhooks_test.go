@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"github.com/dsh-acp/dsh-acp/capabilities"
 	"os"
 	"path/filepath"
 	"strings"
@@ -76,6 +77,8 @@ type logSession struct {
 func (s logSession) ID() string        { return s.id }
 func (s logSession) Cwd() string       { return s.cwd }
 func (s logSession) Log() *session.Log { return s.log }
+
+func (s logSession) Host() *capabilities.Host { return nil }
 
 // factory is the default composition's member factory over env, with an
 // approval service answered by ans; stderr collects warnings.

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"github.com/dsh-acp/dsh-acp/capabilities"
 	"testing"
 
 	"github.com/rs/zerolog"
@@ -17,6 +18,8 @@ type fakeSession struct{ log *session.Log }
 func (f fakeSession) ID() string        { return "s" }
 func (f fakeSession) Cwd() string       { return "/w" }
 func (f fakeSession) Log() *session.Log { return f.log }
+
+func (f fakeSession) Host() *capabilities.Host { return nil }
 
 func newFake() fakeSession {
 	return fakeSession{log: session.NewLog(session.Header{ID: "s"}, func() int64 { return 0 }, nil)}

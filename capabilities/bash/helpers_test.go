@@ -25,6 +25,8 @@ type testEnv struct {
 func (e testEnv) Cwd() string       { return e.cwd }
 func (e testEnv) Log() *session.Log { return e.log }
 
+func (e testEnv) Host() *capabilities.Host { return nil }
+
 func newEnv(t *testing.T, id string) testEnv {
 	t.Helper()
 	dir := t.TempDir()

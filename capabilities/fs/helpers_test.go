@@ -24,6 +24,8 @@ type fakeEnv struct {
 func (e *fakeEnv) Cwd() string       { return e.cwd }
 func (e *fakeEnv) Log() *session.Log { return e.log }
 
+func (e *fakeEnv) Host() *capabilities.Host { return nil }
+
 func newEnv(cwd string) *fakeEnv {
 	return &fakeEnv{cwd: cwd, log: session.NewLog(session.Header{ID: "test", Cwd: cwd}, func() int64 { return 0 }, nil)}
 }

@@ -2,6 +2,7 @@ package hooks
 
 import (
 	"encoding/json"
+	"github.com/dsh-acp/dsh-acp/capabilities"
 	"strings"
 	"testing"
 
@@ -98,6 +99,8 @@ type stubSession struct {
 func (s stubSession) ID() string        { return s.id }
 func (s stubSession) Cwd() string       { return s.cwd }
 func (s stubSession) Log() *session.Log { return s.log }
+
+func (s stubSession) Host() *capabilities.Host { return nil }
 
 func TestPayloadKeyOrder(t *testing.T) {
 	s := stubSession{id: "sid", cwd: "/w"}

@@ -2,6 +2,7 @@ package instructions
 
 import (
 	"context"
+	"github.com/dsh-acp/dsh-acp/capabilities"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -89,6 +90,8 @@ type sess struct {
 func (s sess) ID() string        { return "s" }
 func (s sess) Cwd() string       { return s.cwd }
 func (s sess) Log() *session.Log { return s.log }
+
+func (s sess) Host() *capabilities.Host { return nil }
 
 func TestNestedAddsASubdirectorysFileOnceAsContext(t *testing.T) {
 	cwd := t.TempDir()

@@ -29,6 +29,8 @@ type env struct{ cwd string }
 func (e env) Cwd() string       { return e.cwd }
 func (e env) Log() *session.Log { return nil }
 
+func (e env) Host() *capabilities.Host { return nil }
+
 func needRG(t testing.TB) {
 	t.Helper()
 	if _, err := exec.LookPath("rg"); err != nil {

@@ -15,6 +15,8 @@ type env struct{ log *session.Log }
 func (e env) Cwd() string       { return "/w" }
 func (e env) Log() *session.Log { return e.log }
 
+func (e env) Host() *capabilities.Host { return nil }
+
 func TestTodoWrite(t *testing.T) {
 	log := session.NewLog(session.Header{ID: "s"}, func() int64 { return 0 }, nil)
 	reg := capabilities.NewRegistry(Tool{})

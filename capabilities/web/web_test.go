@@ -23,6 +23,8 @@ type env struct{ log *session.Log }
 func (e env) Cwd() string       { return "/" }
 func (e env) Log() *session.Log { return e.log }
 
+func (e env) Host() *capabilities.Host { return nil }
+
 func newEnv() env {
 	log := session.NewLog(session.Header{ID: "s", Cwd: "/"}, func() int64 { return 0 }, nil)
 	log.Append(session.TypeTurnStart, session.TurnStart{Turn: 1, Trigger: session.Trigger{Kind: "message", Source: session.UserSource}})

@@ -1,0 +1,80 @@
+package capabilities
+
+import "context"
+
+// Host is the world one session's tools act on, as the program hosting the
+// session (the editor, through ACP) supplies it. A nil *Host, and every nil
+// field, means the local fallback: files on the local disk, commands run
+// by the agent itself. A host never widens what a tool may do: tools check
+// roots and confine commands before they reach it.
+type Host struct {
+	// Files reaches file contents through the host (an editor's
+	// fs/read_text_file and fs/write_text_file, which see unsaved buffers
+	// and put writes in the editor's review). The paths it is given have
+	// already passed the tools' own root checks. Nil: local files.
+	Files Files
+	// Terminals runs commands in the host's terminals (ACP terminal/*).
+	// The command it is given is already confined. Nil: commands run
+	// locally and their output streams into the tool card.
+	Terminals Terminals
+	// Roots are the session's workspace roots beyond its working
+	// directory (absolute paths), confined roots for the file tools and
+	// writable roots for the sandbox.
+	Roots []string
+}
+
+// Terminals starts commands in terminals the host owns and shows.
+type Terminals interface {
+	// Create starts cmd in a new terminal of the session and returns it
+	// once the host has accepted it.
+	Create(ctx context.Context, cmd TerminalCommand) (Terminal, error)
+}
+
+// TerminalCommand is a command to start in a host terminal.
+type TerminalCommand struct {
+	// Command is the program (argv[0]); Args the rest of argv.
+	Command string
+	Args    []string
+	// Env is the complete environment, "NAME=value" entries.
+	Env []string
+	// Cwd is the absolute working directory.
+	Cwd string
+	// OutputByteLimit bounds the output the host keeps (its tail); zero
+	// means the host's default.
+	OutputByteLimit int
+}
+
+// Terminal is one host terminal. Every method but ID is one round trip to
+// the host; Release must be called once the terminal is no longer needed
+// (it kills a command still running).
+type Terminal interface {
+	// ID is the host's terminal id (what a tool card embeds).
+	ID() string
+	// Output returns the output so far and, once it ended, the exit status.
+	Output(ctx context.Context) (TerminalOutput, error)
+	// WaitForExit blocks until the command exits (or ctx is done).
+	WaitForExit(ctx context.Context) (ExitStatus, error)
+	// Kill stops the command; the terminal stays readable.
+	Kill(ctx context.Context) error
+	// Release kills a running command and frees the terminal.
+	Release(ctx context.Context) error
+}
+
+// TerminalOutput is a terminal's output so far.
+type TerminalOutput struct {
+	// Output is the retained output (stdout and stderr interleaved).
+	Output string
+	// Truncated reports that the beginning was dropped to the byte limit.
+	Truncated bool
+	// Exit is the exit status once the command ended, else nil.
+	Exit *ExitStatus
+}
+
+// ExitStatus is how a command ended: an exit code, or the signal that
+// killed it.
+type ExitStatus struct {
+	// Code is the exit code (nil when a signal ended it).
+	Code *int
+	// Signal is the signal's name, such as "SIGKILL" ("" when it exited).
+	Signal string
+}
