@@ -15,6 +15,7 @@ func (s *Server) initialize(params json.RawMessage) (any, error) {
 	}
 	s.mu.Lock()
 	s.terminalOutput = terminal
+	s.client = req.ClientCapabilities
 	s.elicitation = req.ClientCapabilities.Elicitation != nil && req.ClientCapabilities.Elicitation.Form != nil
 	s.authAware = len(req.ClientCapabilities.Auth) > 0 && string(req.ClientCapabilities.Auth) != "null"
 	sub := req.ClientCapabilities.Subagents

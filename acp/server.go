@@ -34,6 +34,7 @@ type Server struct {
 	mu             sync.Mutex
 	closed         bool
 	terminalOutput bool
+	client         ClientCapabilities // what the client advertised at initialize
 	elicitation    bool // the client advertised elicitation
 	authAware      bool // the client advertised auth capabilities
 	compaction     bool // the client takes compaction_update (and the composition shows editor cards)
