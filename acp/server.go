@@ -35,10 +35,10 @@ type Server struct {
 	closed         bool
 	terminalOutput bool
 	client         ClientCapabilities // what the client advertised at initialize
-	elicitation    bool // the client advertised elicitation
-	authAware      bool // the client advertised auth capabilities
-	compaction     bool // the client takes compaction_update (and the composition shows editor cards)
-	subagents      bool // the client shows child sessions (subagent_update)
+	elicitation    bool               // the client advertised elicitation
+	authAware      bool               // the client advertised auth capabilities
+	compaction     bool               // the client takes compaction_update (and the composition shows editor cards)
+	subagents      bool               // the client shows child sessions (subagent_update)
 	sessions       map[string]*liveSession
 	loading        map[string]bool
 	work           sync.WaitGroup
