@@ -153,7 +153,7 @@ func TestOversizedResponseFailsTheCall(t *testing.T) {
 	for _, l := range before {
 		assert.NotContains(t, string(l), `"error"`, "the oversized response is not answered to the client")
 	}
-	assert.Contains(t, fa.Session(t, sid).Journal(), "permission error: jsonrpc2: code -32600 message: Invalid Request: response message too large: a line of "+strconv.Itoa(len(big))+" bytes exceeds the 1 KiB limit (1024 bytes); it was discarded")
+	assert.Contains(t, fa.Session(t, sid).Journal(), "permission error: session/request_permission: the client answered with error -32600: Invalid Request: response message too large: a line of "+strconv.Itoa(len(big))+" bytes exceeds the 1 KiB limit (1024 bytes); it was discarded")
 }
 
 func errText(err error) string {

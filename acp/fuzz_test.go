@@ -13,21 +13,21 @@ import (
 	"testing"
 
 	"github.com/rs/zerolog"
-	"github.com/sourcegraph/jsonrpc2"
 	"github.com/stretchr/testify/require"
 )
 
 // FuzzLineStream feeds arbitrary input to the line stream: it never
-// panics, every message it hands on is a JSON object jsonrpc2 can take,
+// panics, every message it hands on is a JSON object the library can take,
 // and everything it answers itself is one JSON-RPC error frame per line.
 func FuzzLineStream(f *testing.F) {
 	f.Fuzz(func(t *testing.T, in []byte) {
 		var out bytes.Buffer
 		s := NewLineStream(bytes.NewReader(in), &out, nil, zerolog.Nop())
 		s.SetMaxLine(1 << 10) // small, so oversized lines are explored too
+		o := newObjectStream(s)
 		for range len(in) + 1 {
 			var m json.RawMessage
-			err := s.ReadObject(&m)
+			err := o.ReadObject(&m)
 			if err != nil {
 				require.ErrorIs(t, err, io.EOF)
 				break
@@ -41,7 +41,7 @@ func FuzzLineStream(f *testing.F) {
 			require.NoError(t, json.Unmarshal(m, &probe), "handed on: %s", m)
 			if probe.Method != nil {
 				require.Equal(t, "2.0", probe.JSONRPC)
-				p, ok := s.TakeParams(probe.Meta)
+				p, ok := o.takeParams(probe.Meta)
 				require.Equal(t, probe.Meta != nil, ok)
 				if ok {
 					require.True(t, json.Valid(p), "params are valid JSON: %s", p)
@@ -108,15 +108,15 @@ func FuzzHandlers(f *testing.F) {
 		var out syncBuffer
 		srv.stream = NewLineStream(strings.NewReader(""), &out, nil, zerolog.Nop())
 		ctx := context.Background()
-		if _, err := srv.dispatch(ctx, jsonrpc2.ID{Num: 1}, "session/new", json.RawMessage(`{"cwd":"/w","mcpServers":[]}`)); err != nil {
+		if _, err := srv.dispatch(ctx, RequestID{json.RawMessage("1")}, "session/new", json.RawMessage(`{"cwd":"/w","mcpServers":[]}`)); err != nil {
 			t.Fatal(err)
 		}
 		p := json.RawMessage(params)
-		req := &jsonrpc2.Request{Method: method, Params: &p, Notif: notify}
-		if !notify {
-			req.ID = jsonrpc2.ID{Num: 7}
+		if notify {
+			srv.handleNotification(ctx, method, p)
+		} else {
+			srv.handle(ctx, RequestID{json.RawMessage("7")}, method, p)
 		}
-		srv.Handle(ctx, nil, req)
 		srv.work.Wait()
 		srv.teardown(ctx)
 		require.NoError(t, srv.stream.Flush())

@@ -5,8 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 
-	"github.com/sourcegraph/jsonrpc2"
-
 	"github.com/dsh-acp/dsh-acp/internal/jsonx"
 	"github.com/dsh-acp/dsh-acp/session"
 )
@@ -50,7 +48,7 @@ func (s *Server) lifecycleCapabilities(sc *SessionCapabilities) *SessionCapabili
 }
 
 // lifecycle dispatches session/resume, session/close and session/delete.
-func (s *Server) lifecycle(ctx context.Context, id jsonrpc2.ID, method string, params json.RawMessage) (any, error) {
+func (s *Server) lifecycle(ctx context.Context, id RequestID, method string, params json.RawMessage) (any, error) {
 	switch method {
 	case "session/resume":
 		return s.reopen(ctx, id, params, false)
@@ -67,7 +65,7 @@ func (s *Server) lifecycle(ctx context.Context, id jsonrpc2.ID, method string, p
 // its tasks, MCP servers and other tool resources stop, its log is flushed
 // and the store's hold released — and the bridge forgets it. The answer
 // follows once all of that is done.
-func (s *Server) closeSession(ctx context.Context, id jsonrpc2.ID, params json.RawMessage) (any, error) {
+func (s *Server) closeSession(ctx context.Context, id RequestID, params json.RawMessage) (any, error) {
 	var req SessionIDRequest
 	if err := decode(params, &req); err != nil {
 		return nil, err

@@ -6,8 +6,6 @@ import (
 	"errors"
 	"fmt"
 
-	"github.com/sourcegraph/jsonrpc2"
-
 	"github.com/dsh-acp/dsh-acp/internal/jsonx"
 )
 
@@ -98,10 +96,10 @@ func (s *LineStream) oversized(ln inLine) []byte {
 	response := env.result != nil || env.error != nil || env.cut == "result" || env.cut == "error"
 	if env.method == nil && env.cut != "method" && response && env.id != nil && validID(env.id) {
 		// Fail the pending call the response was for.
-		e := jsonx.MustMarshal(Error{Code: jsonrpc2.CodeInvalidRequest, Message: "Invalid Request: response " + why})
+		e := jsonx.MustMarshal(Error{Code: CodeInvalidRequest, Message: "Invalid Request: response " + why})
 		return []byte(`{"jsonrpc":"2.0","id":` + string(env.id) + `,"error":` + string(e) + `}`)
 	}
-	if werr := s.WriteFrame(errorFrame(id, &Error{Code: jsonrpc2.CodeInvalidRequest, Message: "Invalid Request: " + why})); werr != nil {
+	if werr := s.WriteFrame(errorFrame(id, &Error{Code: CodeInvalidRequest, Message: "Invalid Request: " + why})); werr != nil {
 		s.log.Debug().Err(werr).Msg("write oversized-line error")
 	}
 	return nil

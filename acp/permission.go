@@ -6,8 +6,6 @@ import (
 	"errors"
 	"strings"
 
-	"github.com/sourcegraph/jsonrpc2"
-
 	"github.com/dsh-acp/dsh-acp/approval"
 )
 
@@ -129,8 +127,8 @@ func (s *Server) call(ctx context.Context, method string, params, result any) er
 	case <-ctx.Done():
 		return ctx.Err()
 	}
-	err = s.conn.Call(ctx, method, json.RawMessage(raw), result)
-	if errors.Is(err, jsonrpc2.ErrClosed) {
+	err = s.conn.Call(ctx, method, raw, result)
+	if errors.Is(err, ErrConnClosed) {
 		s.disconnected()
 	}
 	return err

@@ -6,15 +6,13 @@ import (
 	"errors"
 	"strings"
 
-	"github.com/sourcegraph/jsonrpc2"
-
 	"github.com/dsh-acp/dsh-acp/internal/jsonx"
 	"github.com/dsh-acp/dsh-acp/session"
 )
 
 // prompt handles session/prompt: validation, then the turn runs on its own
 // goroutine and the answer follows its turn/end (or a cancel).
-func (s *Server) prompt(ctx context.Context, id jsonrpc2.ID, params json.RawMessage) (any, error) {
+func (s *Server) prompt(ctx context.Context, id RequestID, params json.RawMessage) (any, error) {
 	var req PromptRequest
 	if err := decode(params, &req); err != nil {
 		return nil, err
@@ -139,7 +137,7 @@ func (s *Server) settle(ls *liveSession, p *inflight, answer func()) {
 }
 
 // answerTurn maps a turn/end reason to the prompt's answer.
-func (s *Server) answerTurn(id jsonrpc2.ID, r session.EndReason) {
+func (s *Server) answerTurn(id RequestID, r session.EndReason) {
 	switch r.Kind {
 	case session.EndMaxTokens:
 		s.answer(id, PromptResponse{StopMaxTokens}, nil)

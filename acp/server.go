@@ -10,7 +10,6 @@ import (
 	"sync"
 
 	"github.com/rs/zerolog"
-	"github.com/sourcegraph/jsonrpc2"
 
 	"github.com/dsh-acp/dsh-acp/agent"
 	"github.com/dsh-acp/dsh-acp/internal/jsonx"
@@ -28,7 +27,7 @@ type Server struct {
 	log   zerolog.Logger
 
 	stream    *LineStream
-	conn      *jsonrpc2.Conn
+	conn      conn
 	connReady chan struct{} // closed once conn is set
 
 	mu             sync.Mutex
@@ -64,7 +63,7 @@ type liveSession struct {
 
 // inflight is a session/prompt awaiting its answer.
 type inflight struct {
-	id        jsonrpc2.ID
+	id        RequestID
 	settled   bool
 	cancelled bool                    // session/cancel asked for this prompt's end
 	cancel    context.CancelCauseFunc // aborts the turn, even before it starts
@@ -80,10 +79,10 @@ func NewServer(agent Agent, opts Options, log zerolog.Logger) *Server {
 func (s *Server) Serve(ctx context.Context, r io.Reader, w io.Writer) error {
 	s.stream = NewLineStream(r, w, nil, s.log)
 	s.stream.SetMaxLine(s.opts.MaxLineBytes)
-	s.conn = jsonrpc2.NewConn(ctx, s.stream, s, jsonrpc2.SetLogger(zerologPrintf{s.log}))
+	s.conn = openConn(ctx, s.stream, s, s.log)
 	close(s.connReady)
 	select {
-	case <-s.conn.DisconnectNotify():
+	case <-s.conn.Done():
 	case <-ctx.Done():
 		_ = s.conn.Close()
 	}
@@ -135,24 +134,13 @@ func (s *Server) teardown(ctx context.Context) {
 	s.work.Wait()
 }
 
-// Handle implements jsonrpc2.Handler; it runs in the read loop.
-func (s *Server) Handle(ctx context.Context, _ *jsonrpc2.Conn, req *jsonrpc2.Request) {
-	params, ok := s.stream.TakeParams(req.Meta)
-	if !ok {
-		params = json.RawMessage("null")
-		if req.Params != nil {
-			params = *req.Params
-		}
-	}
-	if req.Notif {
-		s.handleNotification(ctx, req.Method, params)
-		return
-	}
-	result, err := s.dispatch(ctx, req.ID, req.Method, params)
+// handle answers one request; it runs in the read loop.
+func (s *Server) handle(ctx context.Context, id RequestID, method string, params json.RawMessage) {
+	result, err := s.dispatch(ctx, id, method, params)
 	if errors.Is(err, errDeferred) {
 		return
 	}
-	s.answer(req.ID, result, err)
+	s.answer(id, result, err)
 	if r, ok := result.(NewSessionResponse); ok && err == nil {
 		s.connectMCP(r.SessionID)
 		s.advertiseCommands(r.SessionID)
@@ -218,7 +206,7 @@ func (s *Server) expandCommand(ls *liveSession, text string) string {
 // errDeferred marks a request answered later (session/prompt, session/load).
 var errDeferred = errors.New("answer deferred")
 
-func (s *Server) dispatch(ctx context.Context, id jsonrpc2.ID, method string, params json.RawMessage) (any, error) {
+func (s *Server) dispatch(ctx context.Context, id RequestID, method string, params json.RawMessage) (any, error) {
 	switch method {
 	case "initialize":
 		return s.initialize(params)
@@ -266,16 +254,16 @@ func decode(params json.RawMessage, v any) error {
 }
 
 // answer writes the response to request id.
-func (s *Server) answer(id jsonrpc2.ID, result any, err error) {
+func (s *Server) answer(id RequestID, result any, err error) {
 	var frame []byte
 	if err != nil {
-		frame = errorFrame(WireID(id), toError(err))
+		frame = errorFrame(id.Raw(), toError(err))
 	} else {
 		res, merr := jsonx.Marshal(result)
 		if merr != nil {
-			frame = errorFrame(WireID(id), toError(merr))
+			frame = errorFrame(id.Raw(), toError(merr))
 		} else {
-			frame = jsonx.MustMarshal(responseFrame{"2.0", WireID(id), res})
+			frame = jsonx.MustMarshal(responseFrame{"2.0", id.Raw(), res})
 		}
 	}
 	if werr := s.stream.WriteFrame(frame); werr != nil {
@@ -325,8 +313,3 @@ func (s *Server) isClosed() bool {
 	defer s.mu.Unlock()
 	return s.closed
 }
-
-// zerologPrintf adapts zerolog to jsonrpc2's Logger.
-type zerologPrintf struct{ l zerolog.Logger }
-
-func (z zerologPrintf) Printf(format string, v ...any) { z.l.Debug().Msgf(format, v...) }

@@ -328,8 +328,8 @@ func TestEOFTeardown(t *testing.T) {
 
 // The fake's disposed turn streams one more chunk while it is torn down;
 // its update must not reach the client (acp-bridge § 1: after client EOF
-// nothing more is written). Repeated: the write races jsonrpc2's stream
-// close.
+// nothing more is written). Repeated: the write races the connection's
+// stream close.
 func TestNothingWrittenAfterEOF(t *testing.T) {
 	late := 0
 	const rounds = 300

@@ -9,8 +9,6 @@ import (
 	"path"
 	"strings"
 
-	"github.com/sourcegraph/jsonrpc2"
-
 	"github.com/dsh-acp/dsh-acp/agent"
 	"github.com/dsh-acp/dsh-acp/internal/jsonx"
 	"github.com/dsh-acp/dsh-acp/session"
@@ -167,14 +165,14 @@ var knobOfEvent = map[string]string{
 
 // loadSession handles session/load: checks, resume, replay of the whole log
 // as session/update notifications, then the answer.
-func (s *Server) loadSession(ctx context.Context, id jsonrpc2.ID, params json.RawMessage) (any, error) {
+func (s *Server) loadSession(ctx context.Context, id RequestID, params json.RawMessage) (any, error) {
 	return s.reopen(ctx, id, params, true)
 }
 
 // reopen serves session/load (replay: the whole log is shown first) and
 // session/resume (no replay): the stored session becomes live, answered
 // from its own goroutine.
-func (s *Server) reopen(ctx context.Context, id jsonrpc2.ID, params json.RawMessage, replay bool) (any, error) {
+func (s *Server) reopen(ctx context.Context, id RequestID, params json.RawMessage, replay bool) (any, error) {
 	var req LoadSessionRequest
 	if err := decode(params, &req); err != nil {
 		return nil, err

@@ -6,28 +6,18 @@ import (
 	"encoding/json"
 	"errors"
 	"io"
-	"strconv"
-	"strings"
 	"sync"
 
 	"github.com/rs/zerolog"
-	"github.com/sourcegraph/jsonrpc2"
-
-	"github.com/dsh-acp/dsh-acp/internal/jsonx"
 )
 
-// rawIDPrefix marks a jsonrpc2 string ID that carries the raw JSON of an
-// inbound request id, so every id the ACP schema allows (strings, null and
-// integers of any spelling or size) is echoed exactly as received.
-const rawIDPrefix = "\x00raw:"
-
-// LineStream is the project-owned newline-delimited JSON framing under
-// sourcegraph/jsonrpc2. Reading: lines are trimmed (a UTF-8 BOM too), blank
-// lines skipped; a line that is not JSON gets -32700, a batch, a non-object
-// message or a malformed envelope -32600, a line over the limit (SetMaxLine)
-// is discarded as it is read and answered -32600, and the stream keeps
-// serving. Writing: one
-// compact JSON object per line, keys in jsonrpc/id/method/params|result|error
+// LineStream is the project-owned newline-delimited JSON framing (the
+// JSON-RPC library sits on top of it, see conn.go). Reading: lines are
+// trimmed (a UTF-8 BOM too), blank lines skipped; a line that is not JSON
+// gets -32700, a batch, a non-object message or a malformed envelope
+// -32600, a line over the limit (SetMaxLine) is discarded as it is read and
+// answered -32600, and the stream keeps serving. Writing: one compact JSON
+// object per line, keys in jsonrpc/id/method/params|result|error
 // order, no HTML escaping, all writes serialized.
 type LineStream struct {
 	r       *bufio.Reader
@@ -46,51 +36,59 @@ type LineStream struct {
 	pending []byte // queued frames, newline-terminated
 	spare   []byte // the last written buffer, reused
 	werr    error  // the first write error; later writes fail with it
-
-	pmu     sync.Mutex
-	params  map[uint64]json.RawMessage // inbound params, kept out of jsonrpc2's re-encoding
-	nextKey uint64
 }
 
 // NewLineStream frames r and w. closer (may be nil) is closed by Close.
 func NewLineStream(r io.Reader, w io.Writer, closer io.Closer, log zerolog.Logger) *LineStream {
-	s := &LineStream{r: bufio.NewReaderSize(r, 64<<10), w: w, closer: closer, log: log, maxLine: DefaultMaxLineBytes, params: map[uint64]json.RawMessage{}}
+	s := &LineStream{r: bufio.NewReaderSize(r, 64<<10), w: w, closer: closer, log: log, maxLine: DefaultMaxLineBytes}
 	s.idle = sync.NewCond(&s.wmu)
 	s.wake = sync.NewCond(&s.wmu)
 	return s
 }
 
-// ReadObject implements jsonrpc2.ObjectStream. It answers malformed input
-// itself and returns only well-formed messages (or the read error at EOF).
-func (s *LineStream) ReadObject(v any) error {
+// inbound is one well-formed inbound message as the framing read it.
+type inbound struct {
+	// id is a request's id as received (nil: a notification).
+	id json.RawMessage
+	// method is a request's or notification's method.
+	method string
+	// params are its params, a span of the line (nil when absent).
+	params json.RawMessage
+	// response, for a response to one of our calls, is the whole message.
+	response []byte
+}
+
+// readMessage returns the next well-formed message (or the read error at
+// EOF). Malformed input is answered here and never returned.
+func (s *LineStream) readMessage() (inbound, error) {
 	for {
 		ln, err := s.readLine()
 		if ln.over {
 			if msg := s.oversized(ln); msg != nil {
-				if uerr := json.Unmarshal(msg, v); uerr == nil {
-					return nil
-				}
+				return inbound{response: msg}, nil
 			}
 		} else if trimmed := trimLine(ln.data); len(trimmed) > 0 {
-			msg, rpcErr, id := s.inspect(trimmed)
+			m, rpcErr, id := s.inspect(trimmed)
 			if rpcErr == nil {
-				if uerr := json.Unmarshal(msg, v); uerr == nil {
-					return nil
-				} else {
-					rpcErr = &Error{Code: jsonrpc2.CodeInvalidRequest, Message: "Invalid Request", Data: detailsData(uerr.Error())}
-				}
+				return m, nil
 			}
-			if rpcErr.Code != 0 {
-				s.log.Warn().Int64("code", rpcErr.Code).Str("line", clip(trimmed)).Msg("rejected inbound line")
-				if werr := s.WriteFrame(errorFrame(id, rpcErr)); werr != nil {
-					return werr
-				}
+			if werr := s.reject(trimmed, id, rpcErr); werr != nil {
+				return inbound{}, werr
 			}
 		}
 		if err != nil {
-			return err
+			return inbound{}, err
 		}
 	}
+}
+
+// reject answers a malformed line with rpcErr (Code 0: drop it silently).
+func (s *LineStream) reject(line []byte, id json.RawMessage, rpcErr *Error) error {
+	if rpcErr.Code == 0 {
+		return nil
+	}
+	s.log.Warn().Int64("code", rpcErr.Code).Str("line", clip(line)).Msg("rejected inbound line")
+	return s.WriteFrame(errorFrame(id, rpcErr))
 }
 
 // utf8BOM is skipped at the start of a line (editors on Windows write it).
@@ -105,18 +103,16 @@ func trimLine(b []byte) []byte {
 	return b
 }
 
-// inspect classifies one inbound line. It returns the message to hand to
-// jsonrpc2 (request ids rewritten to raw-id tokens, params set aside under a
-// key in "meta" so jsonrpc2 never re-encodes them), or an error to answer
-// with (Code 0: drop silently) and the id to answer to.
-func (s *LineStream) inspect(line []byte) (msg []byte, rpcErr *Error, id json.RawMessage) {
+// inspect classifies one inbound line: the message it carries, or an error
+// to answer with and the id to answer to.
+func (s *LineStream) inspect(line []byte) (m inbound, rpcErr *Error, id json.RawMessage) {
 	null := json.RawMessage("null")
 	if !json.Valid(line) {
-		return nil, &Error{Code: jsonrpc2.CodeParseError, Message: "Parse error"}, null
+		return m, &Error{Code: CodeParseError, Message: "Parse error"}, null
 	}
 	env, _, ok := scanEnvelope(line)
 	if !ok {
-		return nil, invalidRequest("batch and non-object messages are not supported"), null
+		return m, invalidRequest("batch and non-object messages are not supported"), null
 	}
 	hasID := env.id != nil
 	replyID := null
@@ -125,132 +121,42 @@ func (s *LineStream) inspect(line []byte) (msg []byte, rpcErr *Error, id json.Ra
 	}
 	switch {
 	case env.method != nil && (env.result != nil || env.error != nil):
-		return nil, invalidRequest("a message cannot be both a request and a response"), replyID
+		return m, invalidRequest("a message cannot be both a request and a response"), replyID
 	case env.method != nil:
 		if hasID && !validID(env.id) {
-			return nil, invalidRequest("request id must be a string, an integer or null"), null
+			return m, invalidRequest("request id must be a string, an integer or null"), null
 		}
 		if env.method[0] != '"' {
-			return nil, invalidRequest("method must be a string"), replyID
+			return m, invalidRequest("method must be a string"), replyID
 		}
 		if env.jsonrpc != nil && !isString(env.jsonrpc, "2.0") {
-			return nil, invalidRequest(`jsonrpc must be "2.0"`), replyID
+			return m, invalidRequest(`jsonrpc must be "2.0"`), replyID
 		}
 		var method string
 		if err := json.Unmarshal(env.method, &method); err != nil {
-			return nil, invalidRequest("method must be a string"), replyID
+			return m, invalidRequest("method must be a string"), replyID
 		}
-		var b bytes.Buffer
-		b.WriteString(`{"jsonrpc":"2.0"`)
+		m = inbound{method: method, params: env.params}
 		if hasID {
-			tok, _ := jsonx.Marshal(rawIDPrefix + string(env.id))
-			b.WriteString(`,"id":`)
-			b.Write(tok)
+			m.id = env.id
 		}
-		m, _ := jsonx.Marshal(method)
-		b.WriteString(`,"method":`)
-		b.Write(m)
-		if env.params != nil {
-			s.pmu.Lock()
-			key := s.nextKey
-			s.nextKey++
-			s.params[key] = env.params // a span of line: no copy
-			s.pmu.Unlock()
-			b.WriteString(`,"meta":`)
-			b.WriteString(strconv.FormatUint(key, 10))
-		}
-		b.WriteByte('}')
-		return b.Bytes(), nil, nil
+		return m, nil, nil
 	case env.result != nil || env.error != nil:
 		// A response to one of our calls: ids are our own integers.
-		return line, nil, nil
+		return inbound{response: line}, nil, nil
 	}
-	return nil, invalidRequest("message has neither method nor result/error"), replyID
+	return m, invalidRequest("message has neither method nor result/error"), replyID
 }
 
 // invalidRequest is -32600 with the reason in data.details.
 func invalidRequest(why string) *Error {
-	return &Error{Code: jsonrpc2.CodeInvalidRequest, Message: "Invalid Request", Data: detailsData(why)}
+	return &Error{Code: CodeInvalidRequest, Message: "Invalid Request", Data: detailsData(why)}
 }
 
 // isString reports whether raw is the JSON string want (escapes allowed).
 func isString(raw []byte, want string) bool {
 	var got string
 	return len(raw) > 0 && raw[0] == '"' && json.Unmarshal(raw, &got) == nil && got == want
-}
-
-// TakeParams returns (and forgets) the params ReadObject set aside for a
-// request; ok is false when the request carried none.
-func (s *LineStream) TakeParams(meta *json.RawMessage) (json.RawMessage, bool) {
-	if meta == nil {
-		return nil, false
-	}
-	key, err := strconv.ParseUint(string(*meta), 10, 64)
-	if err != nil {
-		return nil, false
-	}
-	s.pmu.Lock()
-	defer s.pmu.Unlock()
-	p, ok := s.params[key]
-	delete(s.params, key)
-	return p, ok
-}
-
-// WireID returns the JSON to emit for a jsonrpc2 ID: the raw inbound id for
-// tokens made by ReadObject, else the ID's own encoding.
-func WireID(id jsonrpc2.ID) json.RawMessage {
-	if id.IsString && strings.HasPrefix(id.Str, rawIDPrefix) {
-		return json.RawMessage(id.Str[len(rawIDPrefix):])
-	}
-	b, _ := jsonx.Marshal(id)
-	return b
-}
-
-// WriteObject implements jsonrpc2.ObjectStream for the messages jsonrpc2
-// writes itself (our outbound calls): it re-frames them in contract key
-// order without HTML escaping.
-func (s *LineStream) WriteObject(obj any) error {
-	b, err := json.Marshal(obj)
-	if err != nil {
-		return err
-	}
-	var m struct {
-		ID     *jsonrpc2.ID     `json:"id"`
-		Method *string          `json:"method"`
-		Params json.RawMessage  `json:"params"`
-		Result json.RawMessage  `json:"result"`
-		Error  *json.RawMessage `json:"error"`
-	}
-	if err := json.Unmarshal(b, &m); err != nil {
-		return err
-	}
-	var out bytes.Buffer
-	out.WriteString(`{"jsonrpc":"2.0"`)
-	if m.ID != nil {
-		out.WriteString(`,"id":`)
-		out.Write(WireID(*m.ID))
-	}
-	if m.Method != nil {
-		mb, _ := jsonx.Marshal(*m.Method)
-		out.WriteString(`,"method":`)
-		out.Write(mb)
-		if m.Params != nil {
-			out.WriteString(`,"params":`)
-			out.Write(jsonx.UnescapeHTML(m.Params))
-		}
-	} else if m.Error != nil {
-		out.WriteString(`,"error":`)
-		out.Write(jsonx.UnescapeHTML(*m.Error))
-	} else {
-		out.WriteString(`,"result":`)
-		if m.Result == nil {
-			out.WriteString("null")
-		} else {
-			out.Write(jsonx.UnescapeHTML(m.Result))
-		}
-	}
-	out.WriteByte('}')
-	return s.WriteFrame(out.Bytes())
 }
 
 // ErrStreamClosed is returned by writes after Close.

@@ -18,17 +18,19 @@ import (
 	"time"
 
 	"github.com/rs/zerolog"
-	"github.com/sourcegraph/jsonrpc2"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/dsh-acp/dsh-acp/internal/jsonx"
 )
 
 // ---------------------------------------------------------------------------
 // LineStream unit tests
 
 // TestLineStreamReadObject feeds malformed and well-formed lines straight
-// into ReadObject: each bad line is answered on the writer, the valid ones
-// come out (ids rewritten to raw tokens) and reading continues.
+// into the library adapter's ReadObject (conn.go): each bad line is
+// answered on the writer, the valid ones come out (ids rewritten to raw
+// tokens) and reading continues.
 func TestLineStreamReadObject(t *testing.T) {
 	in := strings.Join([]string{
 		"",
@@ -48,18 +50,19 @@ func TestLineStreamReadObject(t *testing.T) {
 	}, "\n")
 	var out bytes.Buffer
 	s := NewLineStream(strings.NewReader(in), &out, nil, zerolog.Nop())
+	o := newObjectStream(s)
 
 	var msgs []string
 	for {
 		var m json.RawMessage
-		err := s.ReadObject(&m)
+		err := o.ReadObject(&m)
 		if err != nil {
 			require.ErrorIs(t, err, io.EOF)
 			break
 		}
 		msgs = append(msgs, string(m))
 	}
-	// Params are set aside (keyed by "meta") so jsonrpc2 never re-encodes them.
+	// Params are set aside (keyed by "meta") so the library never re-encodes them.
 	require.Equal(t, []string{
 		`{"jsonrpc":"2.0","id":"\u0000raw:1","method":"authenticate","meta":0}`,
 		`{"jsonrpc":"2.0","method":"session/cancel","meta":1}`,
@@ -68,10 +71,10 @@ func TestLineStreamReadObject(t *testing.T) {
 	}, msgs)
 	for key, want := range []string{`{}`, `{"sessionId":"s"}`} {
 		meta := json.RawMessage(strconv.Itoa(key))
-		p, ok := s.TakeParams(&meta)
+		p, ok := o.takeParams(&meta)
 		require.True(t, ok)
 		require.Equal(t, want, string(p))
-		_, ok = s.TakeParams(&meta)
+		_, ok = o.takeParams(&meta)
 		require.False(t, ok, "params are handed out once")
 	}
 
@@ -94,7 +97,7 @@ func TestLineStreamReadObject(t *testing.T) {
 }
 
 // TestLineStreamAgentRequests checks the framing of agent→client requests
-// (written by jsonrpc2 through WriteObject) and the routing of the client's
+// (written by the library through WriteObject) and the routing of the client's
 // responses: ids count from 0, key order jsonrpc/id/method/params, no HTML
 // escaping, and the read side keeps working while a call is pending.
 func TestLineStreamAgentRequests(t *testing.T) {
@@ -103,10 +106,7 @@ func TestLineStreamAgentRequests(t *testing.T) {
 	defer inW.Close()
 	s := NewLineStream(inR, outW, nil, zerolog.Nop())
 	handled := make(chan string, 4)
-	conn := jsonrpc2.NewConn(context.Background(), s, jsonrpc2.HandlerWithError(func(_ context.Context, _ *jsonrpc2.Conn, r *jsonrpc2.Request) (any, error) {
-		handled <- r.Method
-		return nil, nil
-	}))
+	conn := openConn(context.Background(), s, recordingHandler(handled), zerolog.Nop())
 	defer conn.Close()
 	out := bufio.NewReader(outR)
 	readLine := func() string {
@@ -143,7 +143,7 @@ func TestLineStreamAgentRequests(t *testing.T) {
 	results := make(chan callResult, 2)
 	call := func(method string, params any) {
 		var v json.RawMessage
-		err := conn.Call(context.Background(), method, params, &v)
+		err := conn.Call(context.Background(), method, jsonx.MustMarshal(params), &v)
 		results <- callResult{v, err}
 	}
 	go call("session/request_permission", perm)
@@ -192,10 +192,25 @@ func TestLineStreamAgentRequests(t *testing.T) {
 	writeIn(`{"jsonrpc":"2.0","id":1,"error":{"code":-32603,"message":"Internal error"}}`)
 	select {
 	case r := <-results:
-		require.Error(t, r.err, "an error response fails the call")
+		var ce *ClientError
+		require.ErrorAs(t, r.err, &ce, "an error response fails the call with the client's error")
+		assert.Equal(t, "elicitation/create", ce.Method)
+		assert.EqualValues(t, CodeInternalError, ce.Err.Code)
+		assert.NotErrorAs(t, r.err, new(*Error), "a client's error is never mistaken for one of ours (toError would echo it)")
 	case <-time.After(WaitFor):
 		t.Fatal("call error not delivered")
 	}
+}
+
+// recordingHandler reports the method of every inbound message.
+type recordingHandler chan<- string
+
+func (h recordingHandler) handle(_ context.Context, _ RequestID, method string, _ json.RawMessage) {
+	h <- method
+}
+
+func (h recordingHandler) handleNotification(_ context.Context, method string, _ json.RawMessage) {
+	h <- method
 }
 
 // ---------------------------------------------------------------------------

@@ -1,5 +1,5 @@
-// Package acp is the wire: Agent Client Protocol framing over
-// sourcegraph/jsonrpc2, hand-written message types whose field order is the
+// Package acp is the wire: Agent Client Protocol framing (a JSON-RPC
+// library behind one seam, conn.go), hand-written message types whose field order is the
 // emitted key order, one file per method family, the client proxy and the
 // presenter that turns session events into session/update notifications.
 package acp
