@@ -5,6 +5,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"io"
+	"io/fs"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -15,6 +16,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/dsh-acp/dsh-acp/fixtures"
 	"github.com/stretchr/testify/require"
 )
 
@@ -135,7 +137,7 @@ func TestMissingKeyFailsPromptWithInstructions(t *testing.T) {
 // from an httptest server and checks the whole path: request to the API,
 // chunks to session/update, the stop reason, and the persisted log.
 func TestLiveProviderAgainstDeepSeekSSE(t *testing.T) {
-	sse, err := os.ReadFile(filepath.Join("..", "..", "fixtures", "deepseek", "reasoning-text.sse"))
+	sse, err := fs.ReadFile(fixtures.DeepSeek(), "reasoning-text.sse")
 	require.NoError(t, err)
 	var mu sync.Mutex
 	var bodies []string

@@ -1,17 +1,16 @@
 package deepseek
 
 import (
+	"bytes"
 	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
-	"flag"
 	"io"
+	"io/fs"
 	"net"
 	"net/http"
 	"net/http/httptest"
-	"os"
-	"path/filepath"
 	"strconv"
 	"strings"
 	"sync"
@@ -20,16 +19,22 @@ import (
 	"time"
 
 	"github.com/stretchr/testify/require"
+	"gotest.tools/v3/golden"
 
 	"github.com/dsh-acp/dsh-acp/agent/llm"
+	"github.com/dsh-acp/dsh-acp/fixtures"
 	"github.com/dsh-acp/dsh-acp/internal/jsonx"
 	"github.com/dsh-acp/dsh-acp/session"
 )
 
-var update = flag.Bool("update", false, "rewrite the golden files under fixtures/deepseek")
-
-// fixtureDir holds the recorded-style SSE streams and their goldens.
-var fixtureDir = filepath.Join("..", "..", "..", "fixtures", "deepseek")
+// fixture reads one of the shared recorded-style responses of package
+// fixtures (SSE streams and error bodies).
+func fixture(t testing.TB, name string) []byte {
+	t.Helper()
+	b, err := fs.ReadFile(fixtures.DeepSeek(), name)
+	require.NoError(t, err)
+	return b
+}
 
 // received is what the test server saw of one request.
 type received struct {
@@ -120,17 +125,11 @@ func collect(t *testing.T, seq func(func(llm.Chunk, error) bool)) ([]string, err
 	return lines, last
 }
 
-// checkGolden compares lines with fixtures/deepseek/<name>.golden.jsonl.
+// checkGolden compares lines with testdata/<name>.golden.jsonl; `go test
+// -update` rewrites it.
 func checkGolden(t *testing.T, name string, lines []string) {
 	t.Helper()
-	path := filepath.Join(fixtureDir, name+".golden.jsonl")
-	got := strings.Join(lines, "\n") + "\n"
-	if *update {
-		require.NoError(t, os.WriteFile(path, []byte(got), 0o644))
-	}
-	want, err := os.ReadFile(path)
-	require.NoError(t, err)
-	require.Equal(t, string(want), got)
+	golden.Assert(t, strings.Join(lines, "\n")+"\n", name+".golden.jsonl")
 }
 
 // simpleRequest is a one-message request.
@@ -162,8 +161,7 @@ func TestFixtures(t *testing.T) {
 	requests := map[string]int{"http-500": 1 + DefaultMaxRetries}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			body, err := os.ReadFile(filepath.Join(fixtureDir, tc.file))
-			require.NoError(t, err)
+			body := fixture(t, tc.file)
 			srv, rec := serveBody(t, tc.status, tc.contentType, body)
 			p := New(Config{BaseURL: srv.URL, APIKey: "sk-test", Version: "1.2.3", Clock: newFakeClock()})
 			lines, err := collect(t, p.Stream(context.Background(), simpleRequest()))
@@ -191,8 +189,7 @@ func TestFixtures(t *testing.T) {
 // TestFixturesAssemble checks that the chunks of a fixture assemble into
 // the blocks the block-ends carry.
 func TestFixturesAssemble(t *testing.T) {
-	body, err := os.ReadFile(filepath.Join(fixtureDir, "reasoning-tool-calls.sse"))
-	require.NoError(t, err)
+	body := fixture(t, "reasoning-tool-calls.sse")
 	srv, _ := serveBody(t, 200, "text/event-stream", body)
 	var a llm.Assembler
 	for c, err := range New(Config{BaseURL: srv.URL}).Stream(context.Background(), simpleRequest()) {
@@ -213,11 +210,10 @@ func TestFixturesAssemble(t *testing.T) {
 }
 
 func TestRequestHeaders(t *testing.T) {
-	body, err := os.ReadFile(filepath.Join(fixtureDir, "finish-length.sse"))
-	require.NoError(t, err)
+	body := fixture(t, "finish-length.sse")
 	srv, rec := serveBody(t, 200, "text/event-stream", body)
 	p := New(Config{BaseURL: srv.URL + "/v1/", APIKey: "sk-abc123", Version: "0.4.2"})
-	_, err = collect(t, p.Stream(context.Background(), simpleRequest()))
+	_, err := collect(t, p.Stream(context.Background(), simpleRequest()))
 	require.NoError(t, err)
 	got := rec.only(t)
 	require.Equal(t, http.MethodPost, got.method)
@@ -240,18 +236,16 @@ func mustAtoi(t *testing.T, s string) int64 {
 }
 
 func TestRequestBodyHistory(t *testing.T) {
-	body, err := os.ReadFile(filepath.Join(fixtureDir, "reasoning-text.sse"))
-	require.NoError(t, err)
+	body := fixture(t, "reasoning-text.sse")
 	srv, rec := serveBody(t, 200, "text/event-stream", body)
 	p := New(Config{BaseURL: srv.URL, APIKey: "k", Thinking: &Thinking{Type: ThinkingEnabled},
 		ReasoningEffort: "high"})
-	_, err = collect(t, p.Stream(context.Background(), historyRequest()))
+	_, err := collect(t, p.Stream(context.Background(), historyRequest()))
 	require.NoError(t, err)
-	want, err := os.ReadFile(filepath.Join(fixtureDir, "request-history.json"))
-	require.NoError(t, err)
-	wantCompact, err := jsonx.Compact(want)
-	require.NoError(t, err)
-	require.Equal(t, string(wantCompact), string(rec.only(t).body))
+	var got bytes.Buffer
+	require.NoError(t, json.Indent(&got, rec.only(t).body, "", "  "))
+	got.WriteByte('\n')
+	golden.Assert(t, got.String(), "request-history.json")
 }
 
 func TestHTTPErrors(t *testing.T) {
@@ -433,12 +427,11 @@ func (c *countingTransport) RoundTrip(r *http.Request) (*http.Response, error) {
 }
 
 func TestConfigClientAndUserAgent(t *testing.T) {
-	body, err := os.ReadFile(filepath.Join(fixtureDir, "finish-length.sse"))
-	require.NoError(t, err)
+	body := fixture(t, "finish-length.sse")
 	srv, rec := serveBody(t, 200, "text/event-stream", body)
 	tr := &countingTransport{}
 	p := New(Config{BaseURL: srv.URL, HTTPClient: &http.Client{Transport: tr}, UserAgent: "custom/9"})
-	_, err = collect(t, p.Stream(context.Background(), simpleRequest()))
+	_, err := collect(t, p.Stream(context.Background(), simpleRequest()))
 	require.NoError(t, err)
 	tr.mu.Lock()
 	require.Equal(t, 1, tr.n)

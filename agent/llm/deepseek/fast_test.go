@@ -2,12 +2,13 @@ package deepseek
 
 import (
 	"bufio"
+	"bytes"
 	"encoding/json"
-	"os"
-	"path/filepath"
+	"io/fs"
 	"strings"
 	"testing"
 
+	"github.com/dsh-acp/dsh-acp/fixtures"
 	"github.com/stretchr/testify/require"
 )
 
@@ -37,18 +38,16 @@ func fastSeeds(t testing.TB) []string {
 		`[1,2]`,
 		``,
 	}
-	files, _ := filepath.Glob(filepath.Join("..", "..", "..", "fixtures", "deepseek", "*.sse"))
+	files, err := fs.Glob(fixtures.DeepSeek(), "*.sse")
+	require.NoError(t, err)
 	for _, f := range files {
-		fh, err := os.Open(f)
-		require.NoError(t, err)
-		sc := bufio.NewScanner(fh)
+		sc := bufio.NewScanner(bytes.NewReader(fixture(t, f)))
 		sc.Buffer(make([]byte, 1<<20), 1<<20)
 		for sc.Scan() {
 			if l, ok := strings.CutPrefix(sc.Text(), "data: "); ok && l != "[DONE]" {
 				seeds = append(seeds, l)
 			}
 		}
-		fh.Close()
 	}
 	return seeds
 }

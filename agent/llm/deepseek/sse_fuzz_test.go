@@ -5,8 +5,7 @@ import (
 	"context"
 	"errors"
 	"io"
-	"os"
-	"path/filepath"
+	"io/fs"
 	"strings"
 	"testing"
 	"testing/iotest"
@@ -14,6 +13,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/dsh-acp/dsh-acp/agent/llm"
+	"github.com/dsh-acp/dsh-acp/fixtures"
 	"github.com/dsh-acp/dsh-acp/session"
 )
 
@@ -123,11 +123,10 @@ func FuzzSSE(f *testing.F) {
 	} {
 		f.Add([]byte(s))
 	}
-	files, _ := filepath.Glob(filepath.Join(fixtureDir, "*.sse"))
+	files, err := fs.Glob(fixtures.DeepSeek(), "*.sse")
+	require.NoError(f, err)
 	for _, name := range files {
-		b, err := os.ReadFile(name)
-		require.NoError(f, err)
-		f.Add(b)
+		f.Add(fixture(f, name))
 	}
 	f.Fuzz(func(t *testing.T, in []byte) {
 		want := referenceSSE(in)
