@@ -220,7 +220,7 @@ func ParseOverride(data []byte) (Script, error) {
 		default:
 			return nil, fmt.Errorf("llm-replay: replay override entry %d: unknown kind %q (want chunks, throw or hang)", i, e.Kind)
 		}
-		script = append(script, Entry{Kind: e.Kind, Chunks: e.Chunks, Message: e.Message, Code: e.Code, Status: e.Status})
+		script = append(script, Entry(e))
 	}
 	return script, nil
 }
