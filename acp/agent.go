@@ -11,12 +11,14 @@ import (
 
 // Agent is the surface the bridge drives; package agent implements it.
 type Agent interface {
-	// NewSession starts a session rooted at the absolute cwd.
-	NewSession(ctx context.Context, cwd string) (Session, error)
+	// NewSession starts a session rooted at the absolute o.Cwd, with o's
+	// extra roots and host.
+	NewSession(ctx context.Context, o agent.SessionOptions) (Session, error)
 	// LookupSession returns a stored session's header without a full parse.
 	LookupSession(ctx context.Context, id string) (session.Header, error)
-	// ResumeSession loads a stored session (crash repair applied).
-	ResumeSession(ctx context.Context, id string) (Session, error)
+	// ResumeSession loads a stored session (crash repair applied) with o's
+	// host and extra roots (o.Cwd is the stored one).
+	ResumeSession(ctx context.Context, id string, o agent.SessionOptions) (Session, error)
 	// ListSessions returns the headers of the stored sessions.
 	ListSessions(ctx context.Context) ([]session.Header, error)
 	// SessionTitle names a stored session ("" when unknown).
@@ -215,8 +217,8 @@ func FromRuntime(rt *agent.Runtime) Agent { return runtimeAgent{rt} }
 
 type runtimeAgent struct{ rt *agent.Runtime }
 
-func (a runtimeAgent) NewSession(ctx context.Context, cwd string) (Session, error) {
-	s, err := a.rt.NewSession(ctx, cwd)
+func (a runtimeAgent) NewSession(ctx context.Context, o agent.SessionOptions) (Session, error) {
+	s, err := a.rt.NewSession(ctx, o)
 	if err != nil {
 		return nil, err
 	}
@@ -235,8 +237,8 @@ func (a runtimeAgent) LookupSession(ctx context.Context, id string) (session.Hea
 	return a.rt.LookupSession(ctx, id)
 }
 
-func (a runtimeAgent) ResumeSession(ctx context.Context, id string) (Session, error) {
-	s, err := a.rt.ResumeSession(ctx, id)
+func (a runtimeAgent) ResumeSession(ctx context.Context, id string, o agent.SessionOptions) (Session, error) {
+	s, err := a.rt.ResumeSession(ctx, id, o)
 	if err != nil {
 		return nil, err
 	}

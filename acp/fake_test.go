@@ -84,7 +84,8 @@ func NewFakeServer(opts Options) (*Server, *FakeAgent) {
 }
 
 // NewSession implements Agent.
-func (a *FakeAgent) NewSession(_ context.Context, cwd string) (Session, error) {
+func (a *FakeAgent) NewSession(_ context.Context, o agent.SessionOptions) (Session, error) {
+	cwd := o.Cwd
 	if a.NewErr != nil {
 		return nil, a.NewErr
 	}
@@ -132,7 +133,7 @@ func (a *FakeAgent) LookupSession(_ context.Context, id string) (session.Header,
 }
 
 // ResumeSession implements Agent.
-func (a *FakeAgent) ResumeSession(_ context.Context, id string) (Session, error) {
+func (a *FakeAgent) ResumeSession(_ context.Context, id string, _ agent.SessionOptions) (Session, error) {
 	a.mu.Lock()
 	h, ok := a.headers[id]
 	evs := a.stored[id]

@@ -78,7 +78,7 @@ func (s *Server) newSession(ctx context.Context, params json.RawMessage) (any, e
 			return nil, err
 		}
 	}
-	sess, err := s.agent.NewSession(ctx, req.Cwd)
+	sess, err := s.agent.NewSession(ctx, agent.SessionOptions{Cwd: req.Cwd, Roots: req.AdditionalDirectories, Host: s.hostFor})
 	if err != nil {
 		return nil, err
 	}
@@ -222,7 +222,7 @@ func (s *Server) resume(ctx context.Context, req LoadSessionRequest, terminal, r
 	if err := s.checkCwdExists(req.Cwd); err != nil {
 		return nil, err
 	}
-	sess, err := s.agent.ResumeSession(ctx, req.SessionID)
+	sess, err := s.agent.ResumeSession(ctx, req.SessionID, agent.SessionOptions{Cwd: req.Cwd, Roots: req.AdditionalDirectories, Host: s.hostFor})
 	if err != nil {
 		return nil, s.resumeError(req.SessionID, err)
 	}

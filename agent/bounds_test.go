@@ -73,7 +73,7 @@ func TestOversizedToolArgumentsAreCutAndRefused(t *testing.T) {
 		Log:             zerolog.Nop(),
 		MaxToolArgBytes: limit,
 	})
-	s, _ := rt.NewSession(context.Background(), "/w")
+	s, _ := rt.NewSession(context.Background(), SessionOptions{Cwd: "/w"})
 	var before, after runtime.MemStats
 	runtime.GC()
 	runtime.ReadMemStats(&before)

@@ -32,7 +32,7 @@ func compactSession(t *testing.T, p llm.Provider) *Session {
 		Compaction: &Compaction{Window: 1000, Threshold: 0.8, MaxTokens: 500},
 		Commands:   []Command{CompactCommand()},
 	})
-	s, err := rt.NewSession(context.Background(), "/work/project")
+	s, err := rt.NewSession(context.Background(), SessionOptions{Cwd: "/work/project"})
 	require.NoError(t, err)
 	return s
 }

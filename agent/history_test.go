@@ -58,7 +58,7 @@ func TestInjectionDuringAToolCallWaitsForTheStepBoundary(t *testing.T) {
 		Tools: func(capabilities.Env) *capabilities.Registry { return capabilities.NewRegistry(injectingTool{&s}) },
 		Log:   zerolog.Nop(),
 	})
-	s, _ = rt.NewSession(context.Background(), "/w")
+	s, _ = rt.NewSession(context.Background(), SessionOptions{Cwd: "/w"})
 	require.Equal(t, session.EndReason{Kind: session.EndCompleted}, s.Prompt(context.Background(), "go"))
 	// Both notices land after both results, before the next step starts.
 	require.Equal(t, "turn/start user/message step/start request/header assistant/message tool/call tool/result tool/call tool/result step/end "+
@@ -74,7 +74,7 @@ func TestInjectionInTheLastStepLandsBeforeTurnEnd(t *testing.T) {
 	p := &scripted{calls: [][]llm.Chunk{{text(0, "hi"), finish(llm.FinishStop)}}}
 	var now int64
 	rt := NewRuntime(Config{Model: "m", Provider: p, Clock: func() int64 { now++; return now }, NewID: func() string { return "s" }, Log: zerolog.Nop()})
-	s, _ = rt.NewSession(context.Background(), "/w")
+	s, _ = rt.NewSession(context.Background(), SessionOptions{Cwd: "/w"})
 	s.mu.Lock()
 	s.inTurn = true // as if a turn were open: the notice is queued
 	s.mu.Unlock()
@@ -157,7 +157,7 @@ func TestStepCapEndsAnEndlessToolLoop(t *testing.T) {
 		Log:      zerolog.Nop(),
 		MaxSteps: 3,
 	})
-	s, _ := rt.NewSession(context.Background(), "/w")
+	s, _ := rt.NewSession(context.Background(), SessionOptions{Cwd: "/w"})
 	r := s.Prompt(context.Background(), "loop")
 	require.Equal(t, session.EndError, r.Kind)
 	require.Equal(t, CodeStepLimit, r.Code)
@@ -189,7 +189,7 @@ func TestCancelDropsOnlyPromptsQueuedBeforeIt(t *testing.T) {
 	rt := NewRuntime(Config{Model: "m", Provider: p, Clock: func() int64 { now++; return now }, NewID: func() string { return "s" },
 		Tools: func(capabilities.Env) *capabilities.Registry { return capabilities.NewRegistry(stubbornTool{started}) },
 		Log:   zerolog.Nop()})
-	s, _ := rt.NewSession(context.Background(), "/w")
+	s, _ := rt.NewSession(context.Background(), SessionOptions{Cwd: "/w"})
 	ends := make([]chan session.EndReason, 3)
 	run := func(i int, text string) {
 		ends[i] = make(chan session.EndReason, 1)

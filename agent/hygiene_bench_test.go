@@ -41,7 +41,7 @@ func BenchmarkEightReads(b *testing.B) {
 						return capabilities.NewRegistry(fs.New(fs.Options{Confine: true})...)
 					},
 					Log: zerolog.Nop(), ParallelTools: mode.parallel})
-				s, err := rt.NewSession(context.Background(), dir)
+				s, err := rt.NewSession(context.Background(), SessionOptions{Cwd: dir})
 				if err != nil {
 					b.Fatal(err)
 				}

@@ -60,7 +60,7 @@ func hygieneSession(t *testing.T, p llm.Provider, tools ...capabilities.Tool) *S
 		Log:           zerolog.Nop(),
 		ParallelTools: []string{"read"}, RetryEmpty: true, NoticeDroppedCalls: true,
 	})
-	s, err := rt.NewSession(context.Background(), "/work/project")
+	s, err := rt.NewSession(context.Background(), SessionOptions{Cwd: "/work/project"})
 	require.NoError(t, err)
 	return s
 }
@@ -157,7 +157,7 @@ func TestConcurrentRealReadsAreRaceFree(t *testing.T) {
 			return capabilities.NewRegistry(fs.New(fs.Options{Confine: true})...)
 		},
 		Log: zerolog.Nop(), ParallelTools: []string{"read"}})
-	s, err := rt.NewSession(context.Background(), dir)
+	s, err := rt.NewSession(context.Background(), SessionOptions{Cwd: dir})
 	require.NoError(t, err)
 	require.Equal(t, session.EndReason{Kind: session.EndCompleted}, s.Prompt(context.Background(), "read"))
 	i := 0

@@ -79,7 +79,7 @@ func newTestSession(t *testing.T, p llm.Provider) *Session {
 		Sections: []Section{{Name: "persona", Text: "Work in {{cwd}} with {{model}}."}},
 		Log:      zerolog.Nop(),
 	})
-	s, err := rt.NewSession(context.Background(), "/work/project")
+	s, err := rt.NewSession(context.Background(), SessionOptions{Cwd: "/work/project"})
 	require.NoError(t, err)
 	return s
 }

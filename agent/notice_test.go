@@ -33,7 +33,7 @@ func TestProviderNoticesAreLoggedAndHintsReachTheEnd(t *testing.T) {
 		var now int64
 		rt := NewRuntime(Config{Model: "m", Provider: noticingProvider{fail}, Clock: func() int64 { now++; return now },
 			NewID: func() string { return "s" }, Log: zerolog.Nop()})
-		s, _ := rt.NewSession(context.Background(), "/w")
+		s, _ := rt.NewSession(context.Background(), SessionOptions{Cwd: "/w"})
 		end := s.Prompt(context.Background(), "hi")
 		var notices []ModelNotice
 		for _, e := range s.Log().Events() {

@@ -39,7 +39,7 @@ func TestAnAcknowledgedKnobSurvivesACrash(t *testing.T) {
 	dir := t.TempDir()
 	p := &scripted{calls: [][]llm.Chunk{{text(0, "ok"), finish(llm.FinishStop)}}}
 	rt, st := knobRuntimeStore(t, dir, true, p)
-	s, err := rt.NewSession(context.Background(), "/w")
+	s, err := rt.NewSession(context.Background(), SessionOptions{Cwd: "/w"})
 	require.NoError(t, err)
 	s.SetKnob(KnobSandboxMode, "danger-full-access")
 	require.Equal(t, session.EndCompleted, s.Prompt(context.Background(), "hi").Kind)
@@ -50,7 +50,7 @@ func TestAnAcknowledgedKnobSurvivesACrash(t *testing.T) {
 	// loads the session from disk (the dead process's locks are gone).
 	require.NoError(t, st.Close())
 	rt2 := knobRuntime(t, dir, true, p)
-	s2, err := rt2.ResumeSession(context.Background(), "s-knobs")
+	s2, err := rt2.ResumeSession(context.Background(), "s-knobs", SessionOptions{})
 	require.NoError(t, err)
 	v, _ := s2.Knob(KnobSandboxMode)
 	require.Equal(t, "read-only", v)
@@ -63,14 +63,14 @@ func TestAPendingRecordIsConsumedByTheNextTurn(t *testing.T) {
 	dir := t.TempDir()
 	p := &scripted{calls: [][]llm.Chunk{{text(0, "ok"), finish(llm.FinishStop)}, {text(0, "ok"), finish(llm.FinishStop)}}}
 	rt := knobRuntime(t, dir, true, p)
-	s, _ := rt.NewSession(context.Background(), "/w")
+	s, _ := rt.NewSession(context.Background(), SessionOptions{Cwd: "/w"})
 	s.SetKnob(KnobSandboxMode, "read-only")
 	require.Equal(t, session.EndCompleted, s.Prompt(context.Background(), "hi").Kind) // anchors read-only
 	// Switched back while idle: recorded, then anchored by the next turn.
 	s.SetKnob(KnobSandboxMode, "workspace-write")
 	require.Equal(t, session.EndCompleted, s.Prompt(context.Background(), "again").Kind)
 	require.NoError(t, s.Close(context.Background()))
-	s2, err := knobRuntime(t, dir, true, p).ResumeSession(context.Background(), "s-knobs")
+	s2, err := knobRuntime(t, dir, true, p).ResumeSession(context.Background(), "s-knobs", SessionOptions{})
 	require.NoError(t, err)
 	v, _ := s2.Knob(KnobSandboxMode)
 	require.Equal(t, "workspace-write", v)
@@ -83,7 +83,7 @@ func TestWithoutDurableKnobsTheLogKeepsTheContract(t *testing.T) {
 	dir := t.TempDir()
 	p := &scripted{}
 	rt := knobRuntime(t, dir, false, p)
-	s, _ := rt.NewSession(context.Background(), "/w")
+	s, _ := rt.NewSession(context.Background(), SessionOptions{Cwd: "/w"})
 	s.SetKnob(KnobSandboxMode, "read-only")
 	for _, e := range s.Log().Events() {
 		require.NotEqual(t, TypeKnobPending, e.Type)

@@ -24,7 +24,7 @@ func chainSession(t *testing.T, p llm.Provider, members ...any) *Session {
 		Log:     zerolog.Nop(),
 		Members: func(pipeline.Session) []any { return members },
 	})
-	s, err := rt.NewSession(context.Background(), "/work/project")
+	s, err := rt.NewSession(context.Background(), SessionOptions{Cwd: "/work/project"})
 	require.NoError(t, err)
 	return s
 }

@@ -153,7 +153,7 @@ func NewRuntime(cfg Config) *Runtime {
 // user's first prompt does not pay for cold caches.
 func (r *Runtime) prewarm() {
 	log := session.NewLog(session.Header{ID: "prewarm", Cwd: "/"}, func() int64 { return 0 }, nil)
-	s := r.open(log, false)
+	s := r.open(log, false, nil, nil)
 	log.Append(session.TypeTurnStart, session.TurnStart{Turn: 1, Trigger: session.Trigger{Kind: "message", Source: session.UserSource}})
 	log.Append(session.TypeUserMessage, session.Message{Content: []session.Block{session.TextBlock("warm")}, Source: session.UserSource})
 	log.Append(session.TypeStepStart, session.StepRef{Turn: 1, Step: 1})
@@ -168,11 +168,13 @@ func (r *Runtime) prewarm() {
 	}
 }
 
-// NewSession starts an empty session rooted at cwd. Its log file appears
-// with its first event.
-func (r *Runtime) NewSession(_ context.Context, cwd string) (*Session, error) {
-	h := session.Header{ID: r.cfg.NewID(), CreatedAt: r.cfg.Clock(), Cwd: cwd}
-	s := r.open(session.NewLog(h, r.cfg.Clock, r.cfg.Store), true)
+// NewSession starts an empty session rooted at o.Cwd, with o's extra roots
+// and host. Its log file appears with its first event.
+func (r *Runtime) NewSession(_ context.Context, o SessionOptions) (*Session, error) {
+	h := session.Header{ID: r.cfg.NewID(), CreatedAt: r.cfg.Clock(), Cwd: o.Cwd}
+	log := session.NewLog(h, r.cfg.Clock, r.cfg.Store)
+	roots := recordRoots(log, o)
+	s := r.open(log, true, o.clientHost(h.ID), roots)
 	s.start("startup")
 	return s, nil
 }
@@ -228,9 +230,9 @@ func (r *Runtime) SessionTitle(ctx context.Context, id string) string {
 	return title
 }
 
-// ResumeSession loads a stored session; crash repair has been applied by the
-// store.
-func (r *Runtime) ResumeSession(ctx context.Context, id string) (*Session, error) {
+// ResumeSession loads a stored session (crash repair has been applied by
+// the store) with o's host; it keeps its recorded roots and adds o's.
+func (r *Runtime) ResumeSession(ctx context.Context, id string, o SessionOptions) (*Session, error) {
 	if r.cfg.Store == nil {
 		return nil, errors.New("no session store is configured")
 	}
@@ -238,7 +240,9 @@ func (r *Runtime) ResumeSession(ctx context.Context, id string) (*Session, error
 	if err != nil {
 		return nil, err
 	}
-	s := r.open(session.ResumeLog(h, events, r.cfg.Clock, r.cfg.Store), true)
+	log := session.ResumeLog(h, events, r.cfg.Clock, r.cfg.Store)
+	roots := recordRoots(log, o)
+	s := r.open(log, true, o.clientHost(id), roots)
 	s.start("resume")
 	return s, nil
 }
@@ -248,17 +252,19 @@ type warmer interface {
 	Warm(ctx context.Context)
 }
 
-// open makes a live session over log; composed members join its pipeline
-// unless the session is the throwaway prewarm one.
-func (r *Runtime) open(log *session.Log, composed bool) *Session {
-	return r.openChild(log, composed, capabilities.ChildOptions{})
+// open makes a live session over log, hosted by client (nil: all local)
+// with roots beyond its cwd; composed members join its pipeline unless the
+// session is the throwaway prewarm one.
+func (r *Runtime) open(log *session.Log, composed bool, client *capabilities.Host, roots []string) *Session {
+	return r.openChild(log, composed, client, roots, capabilities.ChildOptions{})
 }
 
 // openChild is open with a child's options: its model, its extra tools
 // (after the registry's) and its extra pipeline members (after the
 // composition's).
-func (r *Runtime) openChild(log *session.Log, composed bool, o capabilities.ChildOptions) *Session {
+func (r *Runtime) openChild(log *session.Log, composed bool, client *capabilities.Host, roots []string, o capabilities.ChildOptions) *Session {
 	s := &Session{rt: r, log: log, model: o.Model}
+	s.host = s.hostFor(client, roots)
 	s.tools = r.cfg.Tools(s)
 	if len(o.Extra) > 0 {
 		s.tools = s.tools.With(o.Extra...)
@@ -284,7 +290,7 @@ type Session struct {
 	log   *session.Log
 	tools *capabilities.Registry
 	model string             // a child's model override ("" = the runtime's)
-	host  *capabilities.Host // what the session's host supplies (nil: all local)
+	host  *capabilities.Host // what the editor hosts, the roots, the session's services
 	// watcher is the parent's pipeline when it watches its children
 	// (SubagentStop runs on it when this child closes).
 	watcher *pipeline.Pipeline
@@ -320,7 +326,8 @@ func (s *Session) Cwd() string { return s.log.Header().Cwd }
 // Log returns the session's event log.
 func (s *Session) Log() *session.Log { return s.log }
 
-// Host returns what the session's host supplies (nil: all local).
+// Host returns what the session's host supplies and what the session
+// offers its tools (capabilities.Host); never nil.
 func (s *Session) Host() *capabilities.Host { return s.host }
 
 // Tools returns the session's tool registry.

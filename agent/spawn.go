@@ -45,7 +45,8 @@ func (s *Session) Spawn(ctx context.Context, o capabilities.ChildOptions) (capab
 			return nil, fmt.Errorf("write the fork child's seed: %w", err)
 		}
 	}
-	child := r.openChild(session.ResumeLog(h, seed, r.cfg.Clock, r.cfg.Store), true, o)
+	ch := s.childHost()
+	child := r.openChild(session.ResumeLog(h, seed, r.cfg.Clock, r.cfg.Store), true, ch, ch.Roots, o)
 	child.depth = s.depth + 1
 	if r.cfg.OnSpawn != nil {
 		r.cfg.OnSpawn(s, child, o.Title)

@@ -45,7 +45,7 @@ func TestSubagentWatchersSeeEveryChildStartAndEnd(t *testing.T) {
 		Log:     zerolog.Nop(),
 		Members: func(pipeline.Session) []any { return []any{w} },
 	})
-	parent, err := rt.NewSession(context.Background(), "/w")
+	parent, err := rt.NewSession(context.Background(), SessionOptions{Cwd: "/w"})
 	require.NoError(t, err)
 	child, err := parent.Spawn(context.Background(), capabilities.ChildOptions{})
 	require.NoError(t, err)

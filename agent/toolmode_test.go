@@ -41,7 +41,7 @@ func TestToolModeKnobSwitchesWhatTheModelIsOffered(t *testing.T) {
 		Tools: func(capabilities.Env) *capabilities.Registry {
 			return capabilities.NewRegistry(namedTool{"bash"}, namedTool{"read"}, namedTool{"run_code"})
 		}})
-	s, err := rt.NewSession(context.Background(), "/w")
+	s, err := rt.NewSession(context.Background(), SessionOptions{Cwd: "/w"})
 	require.NoError(t, err)
 	names := func() []string {
 		var out []string

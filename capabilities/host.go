@@ -1,12 +1,21 @@
 package capabilities
 
-import "context"
+import (
+	"context"
 
-// Host is the world one session's tools act on, as the program hosting the
-// session (the editor, through ACP) supplies it. A nil *Host, and every nil
-// field, means the local fallback: files on the local disk, commands run
-// by the agent itself. A host never widens what a tool may do: tools check
-// roots and confine commands before they reach it.
+	"github.com/dsh-acp/dsh-acp/session"
+)
+
+// Host is the world one session's tools act on: what the program hosting
+// the session (the editor, through ACP) supplies — files, terminals, extra
+// roots, questions to the user — and what the session itself offers its
+// tools (knobs, modes, child agents, nested tool calls, notices to the
+// model). A tool reads the field it needs and so states at compile time
+// what it uses; a nil *Host, and every nil field, means the local fallback
+// (files on the local disk, commands run by the agent itself) or, for a
+// service, that the session does not offer it. A host never widens what a
+// tool may do: tools check roots and confine commands before they reach
+// it.
 type Host struct {
 	// Files reaches file contents through the host (an editor's
 	// fs/read_text_file and fs/write_text_file, which see unsaved buffers
@@ -21,6 +30,59 @@ type Host struct {
 	// directory (absolute paths), confined roots for the file tools and
 	// writable roots for the sandbox.
 	Roots []string
+	// Live shows what a running call does in its card while it runs (the
+	// terminal it runs in, the output so far) without logging it. Nil:
+	// nothing new is shown until the result.
+	Live Live
+	// Asker puts questions to the session's user (nil: no channel).
+	Asker Asker
+
+	// Knobs reads and switches the session's knobs (sandbox-mode,
+	// tools-mode; nil: the session has none).
+	Knobs Knobs
+	// Modes reports the session's mode (nil: modes are not composed).
+	Modes Modes
+	// Spawner starts child agents (nil: the session cannot).
+	Spawner Spawner
+	// Dispatcher runs a tool call from inside another (nil: the session
+	// cannot).
+	Dispatcher Dispatcher
+	// Injector tells the model something between steps (nil: nobody
+	// listens).
+	Injector Injector
+}
+
+// Knobs are a session's switches: the sandbox mode, the tool mode.
+type Knobs interface {
+	// Knob returns a knob's current value and whether the session has it.
+	Knob(id string) (string, bool)
+	// SetKnob switches a knob (the value is already validated).
+	SetKnob(id, value string)
+}
+
+// Modes reports a session's mode.
+type Modes interface {
+	// LoggedMode is the mode folded from the session log ("default",
+	// "plan").
+	LoggedMode() string
+}
+
+// Injector announces context to a session's model: into the open turn at
+// its next step boundary, or in a turn of its own when idle.
+type Injector interface {
+	Inject(source session.Source, text string)
+}
+
+// HostOf returns what env's host supplies: the zero Host (everything
+// local, no session service) when env or its host is nil.
+func HostOf(env Env) Host {
+	if env == nil {
+		return Host{}
+	}
+	if h := env.Host(); h != nil {
+		return *h
+	}
+	return Host{}
 }
 
 // Terminals starts commands in terminals the host owns and shows.

@@ -67,7 +67,7 @@ func TestBadHooksNeverWedgeATurn(t *testing.T) {
 		Log:     zerolog.Nop(),
 		Members: func(pipeline.Session) []any { return []any{bridge} },
 	})
-	s, err := rt.NewSession(context.Background(), dir)
+	s, err := rt.NewSession(context.Background(), agent.SessionOptions{Cwd: dir})
 	require.NoError(t, err)
 	start := time.Now()
 	r := s.Prompt(context.Background(), "go")

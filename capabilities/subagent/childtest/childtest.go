@@ -210,7 +210,7 @@ func build(st *jsonl.Store, root string, m Model, tools func(capabilities.Env) [
 // Session starts a top-level session in a fresh temporary cwd.
 func (e *Env) Session(tb testing.TB) *agent.Session {
 	tb.Helper()
-	s, err := e.Runtime.NewSession(context.Background(), tb.TempDir())
+	s, err := e.Runtime.NewSession(context.Background(), agent.SessionOptions{Cwd: tb.TempDir()})
 	if err != nil {
 		tb.Fatal(err)
 	}
