@@ -5,16 +5,41 @@ BIN := bin/dsh-acp
 UPSTREAM ?= ../shared/upstream
 VERSION ?= $(shell git describe --always --dirty 2>/dev/null || echo dev)
 LDFLAGS := -X main.version=$(VERSION)
+# The staticcheck release `make lint` runs (2026.2.2, built for Go 1.26 and
+# 1.27); `make tools` installs it into $(GOBIN).
+STATICCHECK_VERSION := v0.8.2
+GOBIN ?= $(shell $(GO) env GOPATH)/bin
+STATICCHECK := $(GOBIN)/staticcheck
 
-.PHONY: build test fuzz demo conformance snapshots bench vet clean
+.PHONY: build test lint tools fuzz demo conformance snapshots bench vet clean
 
+## build: a static binary (no cgo: sandbox probing, Landlock and user
+## lookup are pure Go), so it runs on any Linux and maps no libc.
 build:
-	$(GO) build -ldflags "$(LDFLAGS)" -o $(BIN) ./cmd/dsh-acp
+	CGO_ENABLED=0 $(GO) build -ldflags "$(LDFLAGS)" -o $(BIN) ./cmd/dsh-acp
 
 ## test: every unit, integration and replay test, with the race detector.
 test:
 	$(GO) vet ./...
 	$(GO) test -race -count=1 ./...
+
+## lint: the hygiene CI checks before the tests: every tracked Go file
+## gofmt'ed (scenario workspaces under testdata/ are data, not code), go.mod
+## and go.sum tidy, go vet, and staticcheck at STATICCHECK_VERSION.
+lint:
+	@files=$$(git ls-files '*.go' ':!:**/testdata/**' | xargs gofmt -l); \
+	if [ -n "$$files" ]; then echo "gofmt -l: not formatted:"; echo "$$files"; exit 1; fi
+	$(GO) mod tidy -diff
+	$(GO) vet ./...
+	@v=$$($(STATICCHECK) -version 2>/dev/null); case "$$v" in \
+	*"($(STATICCHECK_VERSION:v%=%))"*) ;; \
+	*) echo "staticcheck $(STATICCHECK_VERSION) not found at $(STATICCHECK) (have: $${v:-none}); run make tools"; exit 1;; \
+	esac
+	$(STATICCHECK) ./...
+
+## tools: install the pinned linters into $(GOBIN).
+tools:
+	GOFLAGS= $(GO) install honnef.co/go/tools/cmd/staticcheck@$(STATICCHECK_VERSION)
 
 ## fuzz: every fuzz target for FUZZTIME each (go test already runs their
 ## seed corpora; this explores beyond them). A crash found is written to the
