@@ -1,5 +1,5 @@
 // Package acpschema validates emitted ACP frames against the official ACP
-// v1 JSON schema (../shared/acp/schema.json): envelope key order, no HTML
+// v1 JSON schema (embedded: see Stable): envelope key order, no HTML
 // escapes, and each payload against the concrete $defs type of its method
 // (the schema's unions include catch-all extension types, so the x-method
 // annotations map methods to types). Tests use it on everything the agent
@@ -37,9 +37,14 @@ func Compile(path string) (*Validator, error) {
 	if err != nil {
 		return nil, err
 	}
+	return compile(path, raw)
+}
+
+// compile compiles the schema document raw, named name in errors.
+func compile(name string, raw []byte) (*Validator, error) {
 	doc, err := jsonschema.UnmarshalJSON(bytes.NewReader(raw))
 	if err != nil {
-		return nil, fmt.Errorf("parse %s: %w", path, err)
+		return nil, fmt.Errorf("parse %s: %w", name, err)
 	}
 	c := jsonschema.NewCompiler()
 	if err := c.AddResource(acpSchemaURL, doc); err != nil {
