@@ -42,6 +42,9 @@ type spec struct {
 	// track, when set, learns the pid of every started shell (the leader of
 	// its own session).
 	track func(pid int)
+	// live, when set, also receives both output streams as they arrive
+	// (for the card of a running foreground command).
+	live *liveTail
 }
 
 // process is a started `bash -c` in its own process group, with its two
@@ -50,6 +53,7 @@ type process struct {
 	cmd            *exec.Cmd
 	pgid           int
 	stdout, stderr *stream
+	live           *liveTail   // nil: no live view
 	pipes          [2]*os.File // read ends
 
 	exited   chan struct{} // closed once cmd.Wait returned
@@ -103,6 +107,7 @@ func start(ctx context.Context, ex Executor, sp spec) (*process, error) {
 		pgid:      cmd.Process.Pid,
 		stdout:    newStream("stdout", sp.spillDir),
 		stderr:    newStream("stderr", sp.spillDir),
+		live:      sp.live,
 		pipes:     [2]*os.File{rOut, rErr},
 		exited:    make(chan struct{}),
 		drained:   make(chan struct{}),
@@ -166,6 +171,9 @@ func (p *process) read(r *os.File, s *stream, wg *sync.WaitGroup) {
 	for {
 		n, err := r.Read(buf)
 		s.write(buf[:n])
+		if p.live != nil {
+			p.live.write(buf[:n])
+		}
 		if err != nil {
 			return // EOF, or the deadline terminate sets
 		}

@@ -79,6 +79,7 @@ type Tool struct {
 	env   EnvPolicy
 	tmp   *sessionTmp
 	procs *tracker
+	terms terminals // host terminals still held
 }
 
 // NewTool returns the bash tool alone (New adds the task tools).
@@ -229,6 +230,16 @@ func (t *Tool) Run(ctx context.Context, call *capabilities.Call) (capabilities.R
 		killGrace: t.opts.KillGrace,
 		track:     t.procs.add,
 	}
+	var host *capabilities.Host
+	if call.Session != nil {
+		host = call.Session.Host()
+	}
+	inTerminal := !a.background() && host != nil && host.Terminals != nil
+	if inTerminal {
+		// A host terminal gives the command a terminal for stdin; it gets
+		// /dev/null, as locally.
+		sp.command = terminalStdin + sp.command
+	}
 	var conf *confinement
 	if sb := t.opts.Sandbox; sb != nil {
 		mode, err := sb.effectiveMode(ctx, call, a)
@@ -243,6 +254,18 @@ func (t *Tool) Run(ctx context.Context, call *capabilities.Call) (capabilities.R
 		task := startBackground(ctx, t.opts.Executor, sp)
 		id := t.opts.Tasks.Register(taskKind, owner(call), taskLabel(a.Command), task)
 		return capabilities.TextResult("started background task " + id), nil
+	}
+	if inTerminal {
+		text, err := t.runInTerminal(ctx, call, host, sp, conf, t.timeoutMs(a), a.Description)
+		if err != nil {
+			return capabilities.Result{}, err
+		}
+		return capabilities.TextResult(text), nil
+	}
+	if host != nil && host.Live != nil {
+		sp.live = &liveTail{}
+		stop := streamLive(host.Live, call.CallID, a.Description, sp.live)
+		defer stop() // the last view is shown before the result is returned
 	}
 	text, err := runForeground(ctx, t.opts.Executor, sp, t.timeoutMs(a), conf)
 	if err != nil {
@@ -294,11 +317,13 @@ func owner(call *capabilities.Call) string {
 // rawString is s as a JSON string.
 func rawString(s string) json.RawMessage { return jsonx.MustMarshal(s) }
 
-// Close implements capabilities.Closer: the session is going away, so its
+// Close implements capabilities.Closer: the session is going away, so the
+// host terminals its calls still hold are killed and released, its
 // background tasks are killed (their process groups get SIGTERM, then
 // SIGKILL), then every process its commands left behind in their sessions
 // (see tracker), and its temp dir is removed.
 func (t *Tool) Close(ctx context.Context) error {
+	t.terms.closeAll(ctx)
 	t.opts.Tasks.Close(ctx)
 	t.procs.sweepAll()
 	if t.tmp != nil {
