@@ -6,19 +6,19 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/dsh-acp/dsh-acp/internal/shared"
 	"github.com/stretchr/testify/require"
 )
 
-// upstreamRoot locates the shared upstream corpus relative to the package
-// directory. When it is absent it skips the test if skip is set, else it
-// returns "".
+// upstreamRoot locates the shared upstream corpus (internal/shared). When
+// it is absent it skips the test if skip is set, else it returns "".
 func upstreamRoot(t *testing.T, skip bool) string {
 	t.Helper()
-	root := filepath.Join("..", "..", "shared", "upstream")
-	if st, err := os.Stat(root); err != nil || !st.IsDir() {
-		if skip {
-			t.Skipf("upstream corpus not found at %s (expected /work/shared/upstream next to the module)", root)
-		}
+	if skip {
+		return shared.Dir(t, shared.Upstream)
+	}
+	root, err := shared.Lookup(shared.Upstream)
+	if err != nil {
 		return ""
 	}
 	return root

@@ -17,17 +17,14 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/dsh-acp/dsh-acp/agent/llm"
+	"github.com/dsh-acp/dsh-acp/internal/shared"
 )
 
 // upstream returns the scenario corpus directory, skipping the test when it
 // is absent.
 func upstream(t *testing.T) string {
 	t.Helper()
-	dir := filepath.Join("..", "..", "..", "..", "shared", "upstream")
-	if _, err := os.Stat(dir); err != nil {
-		t.Skipf("upstream scenario corpus not found at %s (expected /work/shared/upstream): %v", dir, err)
-	}
-	return dir
+	return shared.Dir(t, shared.Upstream)
 }
 
 // scenario returns the path of file in an acp-agent scenario.
