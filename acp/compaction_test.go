@@ -2,9 +2,6 @@ package acp
 
 import (
 	"encoding/json"
-	"errors"
-	"os"
-	"path/filepath"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -35,11 +32,7 @@ func compactionLog(t *testing.T, failed bool) []session.Event {
 }
 
 func TestCompactionUpdatesForClientsThatTakeThem(t *testing.T) {
-	unstable := filepath.Join("..", "..", "shared", "acp", "schema.unstable.json")
-	v, err := acpschema.Compile(unstable)
-	if errors.Is(err, os.ErrNotExist) {
-		t.Skipf("unstable ACP schema not found at %s", unstable)
-	}
+	v, err := acpschema.Unstable()
 	require.NoError(t, err)
 	for _, failed := range []bool{false, true} {
 		present := func(on bool) []string {

@@ -2,13 +2,10 @@ package acp
 
 // Every frame the agent writes in this package's tests goes through
 // validateFrame (internal/acpschema): its envelope key order, the absence of
-// HTML escapes and its payload against the ACP v1 JSON schema of
-// ../shared/acp/schema.json.
+// HTML escapes and its payload against the ACP v1 JSON schema (embedded in
+// internal/acpschema, a checked copy of ../shared/acp/schema.json).
 
 import (
-	"errors"
-	"os"
-	"path/filepath"
 	"sync"
 	"testing"
 
@@ -17,23 +14,16 @@ import (
 	"github.com/dsh-acp/dsh-acp/internal/acpschema"
 )
 
-// acpSchemaPath is the shared ACP schema, relative to this package.
-var acpSchemaPath = filepath.Join("..", "..", "shared", "acp", "schema.json")
-
 var (
 	schemaOnce sync.Once
 	schemaVal  *acpschema.Validator
 	schemaErr  error
 )
 
-// loadACPSchema returns the compiled schema; it skips the test when the
-// shared schema is absent.
+// loadACPSchema returns the compiled schema.
 func loadACPSchema(tb testing.TB) *acpschema.Validator {
 	tb.Helper()
-	schemaOnce.Do(func() { schemaVal, schemaErr = acpschema.Compile(acpSchemaPath) })
-	if errors.Is(schemaErr, os.ErrNotExist) {
-		tb.Skipf("ACP schema not found at %s (the shared ACP schema is needed to validate emitted frames): %v", acpSchemaPath, schemaErr)
-	}
+	schemaOnce.Do(func() { schemaVal, schemaErr = acpschema.Stable() })
 	require.NoError(tb, schemaErr, "compile ACP schema")
 	return schemaVal
 }
