@@ -1,0 +1,138 @@
+package acpclient
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+
+	"github.com/dsh-acp/dsh-acp/internal/acpschema"
+)
+
+// Reporter receives protocol violations; *testing.T satisfies it.
+type Reporter interface {
+	Errorf(format string, args ...any)
+}
+
+// unstableMarkers mark frames only the unstable schema describes.
+var unstableMarkers = [][]byte{[]byte(`"sessionUpdate":"subagent_update"`)}
+
+// Check validates every line the agent wrote so far: each ends with "\n",
+// and (with Options.Schema) its envelope key order, the absence of HTML
+// escapes and its payload against the ACP schema (acpschema.CheckFrame).
+// A response is checked as the answer to the method sent with its id
+// (the methods sent with one id answer in order; an error with a null id
+// answers none). It returns one error per bad line, nil when all are good.
+func (c *Conn) Check() []error {
+	c.mu.Lock()
+	lines := append([]Line(nil), c.lines...)
+	queues := make(map[string][]string, len(c.methods))
+	for id, q := range c.methods {
+		queues[id] = append([]string(nil), q...)
+	}
+	c.mu.Unlock()
+	var errs []error
+	for _, l := range lines {
+		if l.Dir != Received {
+			continue
+		}
+		if l.NoEOL {
+			errs = append(errs, fmt.Errorf("frame not terminated by \\n: %s", acpschema.ClipLine(l.Data)))
+		}
+		if c.opts.Schema == nil {
+			continue
+		}
+		method := ""
+		if id, isResp := responseID(l.Data); isResp && !bytes.HasPrefix(l.Data, []byte(`{"jsonrpc":"2.0","id":null,"error":`)) {
+			if q := queues[string(id)]; len(q) > 0 {
+				method, queues[string(id)] = q[0], q[1:]
+			}
+		}
+		v := c.opts.Schema
+		if c.opts.Unstable != nil && unstableOnly(l.Data) {
+			v = c.opts.Unstable
+		}
+		if err := v.CheckFrame(l.Data, method); err != nil {
+			errs = append(errs, fmt.Errorf("agent frame fails the ACP contract: %w\nframe: %s", err, acpschema.ClipLine(l.Data)))
+		}
+	}
+	return errs
+}
+
+// Report sends every violation Check finds to r.
+func (c *Conn) Report(r Reporter) {
+	if h, ok := r.(interface{ Helper() }); ok {
+		h.Helper()
+	}
+	for _, err := range c.Check() {
+		r.Errorf("%v", err)
+	}
+}
+
+func unstableOnly(line []byte) bool {
+	for _, m := range unstableMarkers {
+		if bytes.Contains(line, m) {
+			return true
+		}
+	}
+	return false
+}
+
+// responseID returns the raw id of a frame without a method ("null" for a
+// null id) and whether it is such a frame.
+func responseID(line []byte) (json.RawMessage, bool) {
+	var p map[string]json.RawMessage
+	if json.Unmarshal(line, &p) != nil {
+		return nil, false
+	}
+	if _, ok := p["method"]; ok {
+		return nil, false
+	}
+	id, ok := p["id"]
+	if !ok {
+		return nil, false
+	}
+	if id == nil {
+		id = json.RawMessage("null")
+	}
+	return id, true
+}
+
+// ErrNoSchema is returned by FindSchema when the shared ACP schema is not
+// there (a checkout without ../shared).
+var ErrNoSchema = errors.New("the shared ACP schema (../shared/acp) is not there")
+
+// FindSchema returns the path of the shared ACP schema file name
+// ("schema.json", "schema.unstable.json"): shared/acp/name beside the
+// module root found from the working directory up.
+func FindSchema(name string) (string, error) {
+	dir, err := os.Getwd()
+	if err != nil {
+		return "", err
+	}
+	for {
+		if _, err := os.Stat(filepath.Join(dir, "go.mod")); err == nil {
+			p := filepath.Join(dir, "..", "shared", "acp", name)
+			if _, err := os.Stat(p); err != nil {
+				return "", fmt.Errorf("%w: %w", ErrNoSchema, err)
+			}
+			return p, nil
+		}
+		up := filepath.Dir(dir)
+		if up == dir {
+			return "", fmt.Errorf("%w: no go.mod above the working directory", ErrNoSchema)
+		}
+		dir = up
+	}
+}
+
+// LoadSchema finds (FindSchema) and compiles the shared schema name.
+func LoadSchema(name string) (*acpschema.Validator, error) {
+	p, err := FindSchema(name)
+	if err != nil {
+		return nil, err
+	}
+	return acpschema.Compile(p)
+}
