@@ -1,14 +1,21 @@
 package acp
 
-import "github.com/dsh-acp/dsh-acp/capabilities"
+import (
+	"github.com/dsh-acp/dsh-acp/agent"
+	"github.com/dsh-acp/dsh-acp/capabilities"
+)
 
-// hostFor returns what the client hosts for session id: its terminals
-// (when it advertised them and the composition uses them), and nil
-// fields for everything served locally.
+// sessionOptions is what a new or reopened session is given: its cwd and
+// extra roots, what the client hosts for it, and the announcement of its
+// child agents.
+func (s *Server) sessionOptions(cwd string, roots []string) agent.SessionOptions {
+	return agent.SessionOptions{Cwd: cwd, Roots: roots, Host: s.hostFor,
+		OnSpawn: func(parent, child *agent.Session, title string) { s.Spawned(parent.ID(), child, title) }}
+}
+
+// hostFor returns what the client hosts for session id: questions to its
+// user, its terminals (when it advertised them and the composition uses
+// them), and nil fields for everything served locally.
 func (s *Server) hostFor(id string) *capabilities.Host {
-	h := &capabilities.Host{Terminals: s.clientTerminals(id)}
-	if h.Terminals == nil && h.Files == nil && len(h.Roots) == 0 {
-		return nil
-	}
-	return h
+	return &capabilities.Host{Asker: s, Terminals: s.clientTerminals(id)}
 }

@@ -78,7 +78,7 @@ func (s *Server) newSession(ctx context.Context, params json.RawMessage) (any, e
 			return nil, err
 		}
 	}
-	sess, err := s.agent.NewSession(ctx, agent.SessionOptions{Cwd: req.Cwd, Roots: req.AdditionalDirectories, Host: s.hostFor})
+	sess, err := s.agent.NewSession(ctx, s.sessionOptions(req.Cwd, req.AdditionalDirectories))
 	if err != nil {
 		return nil, err
 	}
@@ -222,7 +222,7 @@ func (s *Server) resume(ctx context.Context, req LoadSessionRequest, terminal, r
 	if err := s.checkCwdExists(req.Cwd); err != nil {
 		return nil, err
 	}
-	sess, err := s.agent.ResumeSession(ctx, req.SessionID, agent.SessionOptions{Cwd: req.Cwd, Roots: req.AdditionalDirectories, Host: s.hostFor})
+	sess, err := s.agent.ResumeSession(ctx, req.SessionID, s.sessionOptions(req.Cwd, req.AdditionalDirectories))
 	if err != nil {
 		return nil, s.resumeError(req.SessionID, err)
 	}

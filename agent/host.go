@@ -23,6 +23,11 @@ type SessionOptions struct {
 	// everything local. The session adds its roots and its own services
 	// (knobs, modes, spawn, dispatch, inject) to it.
 	Host func(id string) *capabilities.Host
+	// OnSpawn, when set, is told of every child agent of the session (and
+	// of its children) right after it is created and before it runs (an
+	// editor that shows child sessions announces it and follows its log);
+	// title is ChildOptions.Title.
+	OnSpawn func(parent, child *Session, title string)
 }
 
 // TypeWorkspaceRoots records a session's workspace roots beyond its cwd;
@@ -96,6 +101,6 @@ func (o SessionOptions) clientHost(id string) *capabilities.Host {
 // its roots) and the child's own services.
 func (s *Session) childHost() *capabilities.Host {
 	client := capabilities.HostOf(s)
-	client.Knobs, client.Modes, client.Spawner, client.Dispatcher, client.Injector = nil, nil, nil, nil, nil
+	client.Knobs, client.Modes, client.Spawner, client.Dispatcher, client.Injector, client.Tools = nil, nil, nil, nil, nil, nil
 	return &client
 }

@@ -90,10 +90,6 @@ type Config struct {
 	// anchoring, background-task notices, approval narrator); see
 	// package pipeline.
 	Members func(s pipeline.Session) []any
-	// OnSpawn, when set, is told of every child agent right after it is
-	// created and before it runs (an editor that shows child sessions
-	// announces it and follows its log); title is ChildOptions.Title.
-	OnSpawn func(parent, child *Session, title string)
 }
 
 // DefaultMaxSteps is the step cap of a turn when Config.MaxSteps is zero.
@@ -175,6 +171,7 @@ func (r *Runtime) NewSession(_ context.Context, o SessionOptions) (*Session, err
 	log := session.NewLog(h, r.cfg.Clock, r.cfg.Store)
 	roots := recordRoots(log, o)
 	s := r.open(log, true, o.clientHost(h.ID), roots)
+	s.onSpawn = o.OnSpawn
 	s.start("startup")
 	return s, nil
 }
@@ -243,6 +240,7 @@ func (r *Runtime) ResumeSession(ctx context.Context, id string, o SessionOptions
 	log := session.ResumeLog(h, events, r.cfg.Clock, r.cfg.Store)
 	roots := recordRoots(log, o)
 	s := r.open(log, true, o.clientHost(id), roots)
+	s.onSpawn = o.OnSpawn
 	s.start("resume")
 	return s, nil
 }
@@ -269,6 +267,7 @@ func (r *Runtime) openChild(log *session.Log, composed bool, client *capabilitie
 	if len(o.Extra) > 0 {
 		s.tools = s.tools.With(o.Extra...)
 	}
+	s.host.Tools = s.tools
 	s.restorePending(log.Events())
 	members := s.builtinMembers()
 	if composed && r.cfg.Members != nil {
@@ -295,6 +294,9 @@ type Session struct {
 	// (SubagentStop runs on it when this child closes).
 	watcher *pipeline.Pipeline
 	depth   int // 0 for a top-level session, parent's + 1 for a child
+	// onSpawn is told of every child (SessionOptions.OnSpawn; children
+	// inherit it).
+	onSpawn func(parent, child *Session, title string)
 
 	turnMu sync.Mutex // held for a whole turn
 

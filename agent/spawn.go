@@ -48,8 +48,9 @@ func (s *Session) Spawn(ctx context.Context, o capabilities.ChildOptions) (capab
 	ch := s.childHost()
 	child := r.openChild(session.ResumeLog(h, seed, r.cfg.Clock, r.cfg.Store), true, ch, ch.Roots, o)
 	child.depth = s.depth + 1
-	if r.cfg.OnSpawn != nil {
-		r.cfg.OnSpawn(s, child, o.Title)
+	child.onSpawn = s.onSpawn
+	if s.onSpawn != nil {
+		s.onSpawn(s, child, o.Title)
 	}
 	if s.pipe.HasWatchers() {
 		// SubagentStart: its context reaches the child before its first

@@ -50,6 +50,9 @@ type Host struct {
 	// Injector tells the model something between steps (nil: nobody
 	// listens).
 	Injector Injector
+	// Tools is the session's tool registry (nil until it is built, and
+	// for a tool's own view while its registry is being built).
+	Tools *Registry
 }
 
 // Knobs are a session's switches: the sandbox mode, the tool mode.

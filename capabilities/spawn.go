@@ -7,8 +7,8 @@ import (
 )
 
 // Spawner is implemented by a calling session that can start child agents
-// (subagents and workflow children). A tool finds it by asserting its
-// Call.Session; agent.Session implements it.
+// (subagents and workflow children). A tool finds it in its session's
+// Host; agent.Session implements it.
 type Spawner interface {
 	// Spawn starts a child agent: a full agent with the parent's prompt
 	// assembly and tools, its own log beside the parent's (header

@@ -243,7 +243,8 @@ func Built(feature string) bool {
 
 // Deps are the services tools reach through the composition.
 type Deps struct {
-	// Asker puts questions to the user's editor.
+	// Asker puts questions to the user's editor (nil: the session host's
+	// asker).
 	Asker capabilities.Asker
 	// Approver asks the user to approve risky actions (nil: none).
 	Approver bash.Approver
@@ -258,22 +259,6 @@ type Deps struct {
 	// SpillRoot holds the sessions' spill directories (empty: spill/
 	// beside the default sessions root).
 	SpillRoot string
-}
-
-// injector is what a background task needs of a session to announce its
-// end to the model.
-type injector interface {
-	Inject(source session.Source, text string)
-}
-
-// knobSetter switches a session knob.
-type knobSetter interface {
-	SetKnob(id, value string)
-}
-
-// knobs is what the sandbox needs of a session.
-type knobs interface {
-	Knob(id string) (string, bool)
 }
 
 // Registry builds a session's tool registry.
@@ -302,11 +287,15 @@ func (c Composition) Registry(env capabilities.Env, deps Deps) *capabilities.Reg
 	if c.Has(FamilyTodo) {
 		tools = append(tools, todo.Tool{})
 	}
+	asker := deps.Asker
+	if asker == nil {
+		asker = capabilities.HostOf(env).Asker
+	}
 	if c.Has(FamilyAsk) {
-		tools = append(tools, ask.Tool{Asker: deps.Asker})
+		tools = append(tools, ask.Tool{Asker: asker})
 	}
 	if c.Has(FamilyPlan) {
-		tools = append(tools, plan.Tool{Asker: deps.Asker})
+		tools = append(tools, plan.Tool{Asker: asker})
 	}
 	if c.Has(FamilySubagent) {
 		if c.Upstream {
@@ -331,7 +320,7 @@ func (c Composition) Registry(env capabilities.Env, deps Deps) *capabilities.Reg
 func (c Composition) bashOptions(env capabilities.Env, deps Deps) bash.Options {
 	o := bash.Options{DefaultTimeout: 60000, EnvPass: c.EnvPass, EnvStrip: c.EnvStrip}
 	// A finished background task is announced to the model.
-	if inj, ok := env.(injector); ok {
+	if inj := capabilities.HostOf(env).Injector; inj != nil {
 		o.Tasks = bash.NewTasks(func(info bash.TaskInfo) {
 			inj.Inject(session.Source{Kind: "plugin", Plugin: "tool-bash"}, bash.Notice(info))
 		})
@@ -373,7 +362,7 @@ func (c Composition) envPolicy() bash.EnvPolicy {
 // sessionMode is the calling session's sandbox mode: its knob, else the
 // composition default.
 func (c Composition) sessionMode(call *capabilities.Call) string {
-	if k, ok := call.Session.(knobs); ok {
+	if k := capabilities.HostOf(call.Session).Knobs; k != nil {
 		if v, ok := k.Knob("sandbox-mode"); ok {
 			return v
 		}
@@ -384,7 +373,7 @@ func (c Composition) sessionMode(call *capabilities.Call) string {
 // rememberMode widens the calling session's sandbox mode after an "always
 // allow" answer.
 func rememberMode(call *capabilities.Call, mode string) {
-	if k, ok := call.Session.(knobSetter); ok {
+	if k := capabilities.HostOf(call.Session).Knobs; k != nil {
 		k.SetKnob("sandbox-mode", mode)
 	}
 }

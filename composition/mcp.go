@@ -100,10 +100,10 @@ func (mcpSettle) Name() string { return "mcp settle" }
 
 // SubmitPrompt implements pipeline.PromptSubmitter.
 func (mcpSettle) SubmitPrompt(ctx context.Context, s pipeline.Session, _ pipeline.Prompt) (pipeline.PromptDecision, error) {
-	if t, ok := s.(interface{ Tools() *capabilities.Registry }); ok {
+	if tools := capabilities.HostOf(s).Tools; tools != nil {
 		ctx, cancel := context.WithTimeout(ctx, mcpSettleTime)
 		defer cancel()
-		t.Tools().Settle(ctx)
+		tools.Settle(ctx)
 	}
 	return pipeline.PromptDecision{}, nil
 }

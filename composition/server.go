@@ -58,8 +58,7 @@ func (c Composition) NewServer(o ServerOptions) *acp.Server {
 	if o.NewID == nil {
 		o.NewID = session.NewID
 	}
-	asker := &lateAsker{}
-	deps := Deps{Asker: asker, Confiner: o.Confiner, LaunchDir: o.LaunchDir, Getenv: o.Getenv}
+	deps := Deps{Confiner: o.Confiner, LaunchDir: o.LaunchDir, Getenv: o.Getenv}
 	var approvals *approval.Service
 	if c.Approval != "" {
 		approvals = approval.NewService(c.Approval, o.NewID)
@@ -106,11 +105,6 @@ func (c Composition) NewServer(o ServerOptions) *acp.Server {
 		Compaction:         c.compaction(),
 		MaxToolArgBytes:    o.Limits.MaxToolArgBytes,
 		Members:            c.members(o, approvals),
-		OnSpawn: func(parent, child *agent.Session, title string) {
-			if srv := asker.srv; srv != nil {
-				srv.Spawned(parent.ID(), child, title)
-			}
-		},
 	})
 	var (
 		models      func(context.Context) []acp.ModelChoice
@@ -148,7 +142,6 @@ func (c Composition) NewServer(o ServerOptions) *acp.Server {
 		MaxLineBytes:        o.Limits.MaxLineBytes,
 		MaxPromptBytes:      o.Limits.MaxPromptBytes,
 	}, o.Log)
-	asker.srv = srv
 	if approvals != nil {
 		approvals.AddAnswerer(srv)
 	}
@@ -194,14 +187,6 @@ func (c Composition) agentTitle() string {
 		return ""
 	}
 	return "dsh-acp (DeepSeek)"
-}
-
-// lateAsker forwards questions to the bridge, which exists only after the
-// runtime that builds the tools.
-type lateAsker struct{ srv *acp.Server }
-
-func (a *lateAsker) Ask(ctx context.Context, sessionID string, qs []capabilities.Question) ([]capabilities.Answer, error) {
-	return a.srv.Ask(ctx, sessionID, qs)
 }
 
 // mcpConnector connects sessions to the editor's MCP servers (the default

@@ -17,6 +17,7 @@ import (
 	"github.com/dsh-acp/dsh-acp/agent"
 	"github.com/dsh-acp/dsh-acp/agent/pipeline"
 	"github.com/dsh-acp/dsh-acp/approval"
+	"github.com/dsh-acp/dsh-acp/capabilities"
 	"github.com/dsh-acp/dsh-acp/capabilities/hooks"
 	"github.com/dsh-acp/dsh-acp/sandbox"
 	"github.com/dsh-acp/dsh-acp/session"
@@ -110,7 +111,7 @@ func (c Composition) defaultMembers(o ServerOptions, approvals *approval.Service
 		runner.Sandbox = &hooks.Sandboxing{
 			Confiner: confiner,
 			Mode: func(s pipeline.Session) sandbox.Mode {
-				if k, ok := s.(knobs); ok {
+				if k := capabilities.HostOf(s).Knobs; k != nil {
 					if v, ok := k.Knob(agent.KnobSandboxMode); ok {
 						return sandbox.Mode(v)
 					}

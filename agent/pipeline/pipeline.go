@@ -29,6 +29,7 @@ import (
 
 	"github.com/rs/zerolog"
 
+	"github.com/dsh-acp/dsh-acp/capabilities"
 	"github.com/dsh-acp/dsh-acp/session"
 )
 
@@ -41,6 +42,10 @@ type Session interface {
 	// Log is the session's event log; members append their own audit
 	// events (hook/invoked, knob switches) to it.
 	Log() *session.Log
+	// Host is what the session's host supplies and what the session
+	// offers (its knobs, its tool registry); a Session is therefore a
+	// capabilities.Env, and capabilities.HostOf reads it.
+	Host() *capabilities.Host
 }
 
 // Context is additional context for the model: one context/message.

@@ -159,7 +159,7 @@ func (t Tool) Run(ctx context.Context, call *capabilities.Call) (capabilities.Re
 	if err := json.Unmarshal(call.Args, &a); err != nil {
 		return capabilities.Result{}, err
 	}
-	d, _ := call.Session.(capabilities.Dispatcher)
+	d := capabilities.HostOf(call.Session).Dispatcher
 	r := &program{tool: t, call: call, dispatcher: d, realm: jsrt.New()}
 	defer r.realm.Close()
 	return r.run(ctx, a.Code)

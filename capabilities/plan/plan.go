@@ -13,13 +13,6 @@ import (
 	"github.com/dsh-acp/dsh-acp/session"
 )
 
-// ModeEnv is what exit_plan_mode needs of its session: the logged mode.
-type ModeEnv interface {
-	capabilities.Env
-	// LoggedMode is the mode folded from the session log.
-	LoggedMode() string
-}
-
 // Tool is exit_plan_mode.
 type Tool struct {
 	// Asker reviews the plan with the user (nil: no channel).
@@ -51,11 +44,11 @@ func Review() capabilities.Question {
 
 // Run implements capabilities.Tool.
 func (t Tool) Run(ctx context.Context, call *capabilities.Call) (capabilities.Result, error) {
-	env, ok := call.Session.(ModeEnv)
-	if call.Session == nil || !ok {
+	modes := capabilities.HostOf(call.Session).Modes
+	if modes == nil {
 		return capabilities.Result{}, errors.New("exit_plan_mode requires a calling agent (no session to switch)")
 	}
-	if env.LoggedMode() != "plan" {
+	if modes.LoggedMode() != "plan" {
 		return capabilities.Result{}, errors.New("exit_plan_mode is only available in plan mode")
 	}
 	if t.Asker == nil {
@@ -63,7 +56,7 @@ func (t Tool) Run(ctx context.Context, call *capabilities.Call) (capabilities.Re
 	}
 	q := Review()
 	q.CallID = call.CallID
-	answers, err := t.Asker.Ask(ctx, env.Log().ID(), []capabilities.Question{q})
+	answers, err := t.Asker.Ask(ctx, call.Session.Log().ID(), []capabilities.Question{q})
 	if err != nil {
 		return capabilities.Result{}, err
 	}
@@ -78,7 +71,7 @@ func (t Tool) Run(ctx context.Context, call *capabilities.Call) (capabilities.Re
 		}
 	}
 	if approved {
-		env.Log().Append(session.TypeModeSet, struct {
+		call.Session.Log().Append(session.TypeModeSet, struct {
 			Mode string `json:"mode"`
 		}{"default"})
 		text := "Plan approved — plan mode exited; the full toolset returns on your next step."

@@ -109,8 +109,8 @@ func (b *background) Kill(ctx context.Context) error {
 // runBackground starts the call's child as a task of t.Tasks.
 func (t Tool) runBackground(ctx context.Context, call *capabilities.Call, sp capabilities.Spawner, r Request, label string) (capabilities.Result, error) {
 	owner := ""
-	if e, ok := call.Session.(interface{ ID() string }); ok {
-		owner = e.ID()
+	if call.Session != nil {
+		owner = call.Session.Log().ID()
 	}
 	label = strings.Join(strings.Fields(label), " ")
 	id := t.Tasks.Register(TaskKind, owner, label, startBackground(ctx, sp, r))

@@ -71,8 +71,8 @@ func (t Tool) Schema() *capabilities.Schema {
 
 // Run implements capabilities.Tool.
 func (t Tool) Run(ctx context.Context, call *capabilities.Call) (capabilities.Result, error) {
-	sp, ok := call.Session.(capabilities.Spawner)
-	if !ok || sp == nil {
+	sp := capabilities.HostOf(call.Session).Spawner
+	if sp == nil {
 		return capabilities.Result{}, errors.New(ErrNoAgent)
 	}
 	var args struct {

@@ -91,8 +91,8 @@ func (Tool) PresentCall(args json.RawMessage) capabilities.CallView {
 
 // Run implements capabilities.Tool.
 func (t Tool) Run(ctx context.Context, call *capabilities.Call) (capabilities.Result, error) {
-	sp, ok := call.Session.(capabilities.Spawner)
-	if !ok || sp == nil {
+	sp := capabilities.HostOf(call.Session).Spawner
+	if sp == nil {
 		return capabilities.Result{}, errors.New(ErrNoAgent)
 	}
 	var a struct {
