@@ -3,7 +3,6 @@ package acpclient_test
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -129,13 +128,10 @@ var (
 	schemaErr  error
 )
 
-// schema is the shared ACP schema; the test skips without it.
+// schema is the ACP schema.
 func schema(t *testing.T) *acpschema.Validator {
 	t.Helper()
-	schemaOnce.Do(func() { schemaVal, schemaErr = acpclient.LoadSchema("schema.json") })
-	if errors.Is(schemaErr, acpclient.ErrNoSchema) {
-		t.Skipf("needs the shared ACP schema: %v", schemaErr)
-	}
+	schemaOnce.Do(func() { schemaVal, schemaErr = acpschema.Stable() })
 	require.NoError(t, schemaErr)
 	return schemaVal
 }

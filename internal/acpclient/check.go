@@ -3,10 +3,7 @@ package acpclient
 import (
 	"bytes"
 	"encoding/json"
-	"errors"
 	"fmt"
-	"os"
-	"path/filepath"
 
 	"github.com/dsh-acp/dsh-acp/internal/acpschema"
 )
@@ -98,41 +95,4 @@ func responseID(line []byte) (json.RawMessage, bool) {
 		id = json.RawMessage("null")
 	}
 	return id, true
-}
-
-// ErrNoSchema is returned by FindSchema when the shared ACP schema is not
-// there (a checkout without ../shared).
-var ErrNoSchema = errors.New("the shared ACP schema (../shared/acp) is not there")
-
-// FindSchema returns the path of the shared ACP schema file name
-// ("schema.json", "schema.unstable.json"): shared/acp/name beside the
-// module root found from the working directory up.
-func FindSchema(name string) (string, error) {
-	dir, err := os.Getwd()
-	if err != nil {
-		return "", err
-	}
-	for {
-		if _, err := os.Stat(filepath.Join(dir, "go.mod")); err == nil {
-			p := filepath.Join(dir, "..", "shared", "acp", name)
-			if _, err := os.Stat(p); err != nil {
-				return "", fmt.Errorf("%w: %w", ErrNoSchema, err)
-			}
-			return p, nil
-		}
-		up := filepath.Dir(dir)
-		if up == dir {
-			return "", fmt.Errorf("%w: no go.mod above the working directory", ErrNoSchema)
-		}
-		dir = up
-	}
-}
-
-// LoadSchema finds (FindSchema) and compiles the shared schema name.
-func LoadSchema(name string) (*acpschema.Validator, error) {
-	p, err := FindSchema(name)
-	if err != nil {
-		return nil, err
-	}
-	return acpschema.Compile(p)
 }
