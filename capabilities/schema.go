@@ -6,8 +6,6 @@ import (
 	"fmt"
 	"strings"
 
-	"github.com/santhosh-tekuri/jsonschema/v6"
-
 	"github.com/dsh-acp/dsh-acp/internal/jsonx"
 )
 
@@ -26,7 +24,7 @@ type Schema struct {
 	// RawSchema (then the registry validates against it).
 	Raw json.RawMessage
 
-	compiled *jsonschema.Schema // RawSchema's compiled form
+	compiled *rawValidator // RawSchema's validating form
 }
 
 // Property is one named object property.

@@ -66,10 +66,51 @@ func TestRawSchemaIsEmittedAsGivenAndValidated(t *testing.T) {
 	assert.Equal(t, []string{`"n" maximum: got 9, want 3`}, s.Validate(json.RawMessage(`{"path":"a","n":9}`)))
 	assert.Equal(t, []string{`"arguments" additional properties 'x' not allowed`}, s.Validate(json.RawMessage(`{"path":"a","x":1}`)))
 	assert.Equal(t, []string{`"arguments" must be an object`}, s.Validate(json.RawMessage(`"text"`)))
+	assert.Equal(t, []string{`"arguments" missing property 'path'`, `"n" maximum: got 9, want 3`}, s.Validate(json.RawMessage(`{"n":9}`)),
+		"a missing argument is reported besides the validator's first violation")
 
 	for _, bad := range []string{`{"type":"string"}`, `[1]`, `{"type":"object","properties":{"a":{"$ref":"http://example.com/x.json"}}}`, `{"type":"object","minProperties":"x"}`, `{`} {
 		_, err := capabilities.RawSchema(json.RawMessage(bad))
 		assert.Error(t, err, bad)
+	}
+}
+
+func TestRawSchemaViolationsNameTheArgumentPath(t *testing.T) {
+	nested := mustRaw(t, `{"type":"object","properties":{"a":{"type":"object","properties":{"b":{"type":"integer"}},"required":["b","c"]}}}`)
+	assert.Equal(t, []string{`"a.b" got string, want integer`}, nested.Validate(json.RawMessage(`{"a":{"b":"x"}}`)))
+	assert.Equal(t, []string{`"a" missing properties 'b', 'c'`}, nested.Validate(json.RawMessage(`{"a":{}}`)))
+	assert.Empty(t, nested.Validate(json.RawMessage(`{"a":{"b":2,"c":null}}`)))
+
+	closed := mustRaw(t, `{"type":"object","additionalProperties":false}`)
+	assert.Equal(t, []string{`"arguments" additional properties 'x', 'y' not allowed`}, closed.Validate(json.RawMessage(`{"x":1,"y":2}`)))
+
+	num := mustRaw(t, `{"type":"object","properties":{"lo":{"type":"number","minimum":0.5},"hi":{"type":"number","exclusiveMaximum":1}}}`)
+	assert.Equal(t, []string{`"lo" minimum: got 0.25, want 0.5`}, num.Validate(json.RawMessage(`{"lo":0.25}`)))
+	assert.Equal(t, []string{`"hi" exclusiveMaximum: got 1, want 1`}, num.Validate(json.RawMessage(`{"hi":1}`)))
+
+	// An MCP server's draft-04 or 2019-09 "$schema" does not make every
+	// call fail: the schema is validated as 2020-12 and emitted as given.
+	old := mustRaw(t, `{"$schema":"http://json-schema.org/draft-04/schema#","type":"object","properties":{"a":{"type":["string","null"]}}}`)
+	assert.Equal(t, []string{`"a" got number, want one of string, null`}, old.Validate(json.RawMessage(`{"a":1}`)))
+	assert.Empty(t, old.Validate(json.RawMessage(`{"a":null}`)))
+	b, err := old.MarshalJSON()
+	require.NoError(t, err)
+	assert.Contains(t, string(b), `"$schema":"http://json-schema.org/draft-04/schema#"`)
+
+	ref := mustRaw(t, `{"type":"object","properties":{"a":{"$ref":"#/$defs/x"}},"$defs":{"x":{"type":"object","properties":{"y":{"enum":["p","q"]}}}}}`)
+	assert.Empty(t, ref.Validate(json.RawMessage(`{"a":{"y":"p"}}`)))
+	assert.Len(t, ref.Validate(json.RawMessage(`{"a":{"y":"z"}}`)), 1, "a local $ref is followed")
+}
+
+// BenchmarkRawSchema is the cost of turning one MCP tool's input schema
+// into a validator (paid when a server lists its tools, not at startup).
+func BenchmarkRawSchema(b *testing.B) {
+	raw := json.RawMessage(`{"type":"object","properties":{"path":{"type":"string","minLength":1},"n":{"type":"integer","maximum":3},"tags":{"type":"array","items":{"type":"string"}}},"required":["path"],"additionalProperties":false}`)
+	b.ReportAllocs()
+	for b.Loop() {
+		if _, err := capabilities.RawSchema(raw); err != nil {
+			b.Fatal(err)
+		}
 	}
 }
 
