@@ -7,7 +7,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"github.com/dsh-acp/dsh-acp/agent"
 	"io"
 	"iter"
 	"maps"
@@ -17,6 +16,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/dsh-acp/dsh-acp/agent"
 
 	"github.com/rs/zerolog"
 	"github.com/stretchr/testify/require"
@@ -307,13 +308,7 @@ var (
 // (envelope key order, no HTML escapes, the payload's type).
 func (c *client) validate() {
 	c.t.Helper()
-	schemaOnce.Do(func() {
-		schema, schemaErr = acpschema.Compile(filepath.Join("..", "..", "shared", "acp", "schema.json"))
-	})
-	if errors.Is(schemaErr, os.ErrNotExist) {
-		c.t.Logf("ACP schema not found; frames not validated: %v", schemaErr)
-		return
-	}
+	schemaOnce.Do(func() { schema, schemaErr = acpschema.Stable() })
 	require.NoError(c.t, schemaErr)
 	c.mu.Lock()
 	lines := append([]string(nil), c.lines...)
@@ -332,9 +327,7 @@ func (c *client) validate() {
 		if strings.Contains(l, `"sessionUpdate":"subagent_update"`) {
 			// Announced only to clients that advertise the unstable
 			// subagents capability: checked against the unstable schema.
-			unstableOnce.Do(func() {
-				unstable, unstableErr = acpschema.Compile(filepath.Join("..", "..", "shared", "acp", "schema.unstable.json"))
-			})
+			unstableOnce.Do(func() { unstable, unstableErr = acpschema.Unstable() })
 			require.NoError(c.t, unstableErr)
 			v = unstable
 		}

@@ -10,17 +10,15 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/dsh-acp/dsh-acp/internal/shared"
 )
 
 // BenchmarkReplayTextTurn replays upstream's text-turn end to end in
 // process: temp workspace, handshake, one streamed turn, log persistence,
 // normalization and comparison.
 func BenchmarkReplayTextTurn(b *testing.B) {
-	root, err := filepath.Abs(filepath.Join("..", "..", "shared", "upstream"))
-	if err != nil {
-		b.Fatal(err)
-	}
-	sc, err := Load(filepath.Join(root, "acp-agent", "text-turn"))
+	sc, err := Load(filepath.Join(shared.Dir(b, shared.Upstream), "acp-agent", "text-turn"))
 	if err != nil {
 		b.Skipf("upstream corpus not available: %v", err)
 	}

@@ -6,12 +6,15 @@ import (
 	"os"
 	"path/filepath"
 	"testing"
+
+	"github.com/dsh-acp/dsh-acp/internal/shared"
 )
 
 // seedFiles adds every file named name under the scenario corpora (ours,
 // and upstream's when it is beside the repository) as a fuzz seed.
 func seedFiles(f *testing.F, name string) {
-	for _, root := range []string{"testdata", "../../shared/upstream"} {
+	upstream, _ := shared.Lookup(shared.Upstream) // "" without it: ours only
+	for _, root := range []string{"testdata", upstream} {
 		_ = filepath.WalkDir(root, func(p string, d os.DirEntry, err error) error {
 			if err == nil && !d.IsDir() && d.Name() == name {
 				if data, err := os.ReadFile(p); err == nil && len(data) < 1<<16 {

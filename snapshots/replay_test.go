@@ -11,17 +11,14 @@ import (
 	"time"
 
 	"github.com/stretchr/testify/require"
+
+	"github.com/dsh-acp/dsh-acp/internal/shared"
 )
 
-// corpusRoot locates ../shared/upstream relative to the repository.
+// corpusRoot locates ../shared/upstream (internal/shared).
 func corpusRoot(t *testing.T) string {
 	t.Helper()
-	root, err := filepath.Abs(filepath.Join("..", "..", "shared", "upstream"))
-	require.NoError(t, err)
-	if _, err := os.Stat(filepath.Join(root, "scenarios.json")); err != nil {
-		t.Skipf("upstream corpus not found at %s (CI keeps ../shared beside the clone): %v", root, err)
-	}
-	return root
+	return shared.Dir(t, shared.Upstream)
 }
 
 // mustPass lists the upstream scenarios this build replays byte for byte;

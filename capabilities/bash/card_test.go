@@ -12,6 +12,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/dsh-acp/dsh-acp/capabilities"
+	"github.com/dsh-acp/dsh-acp/internal/shared"
 	"github.com/dsh-acp/dsh-acp/session"
 )
 
@@ -27,10 +28,7 @@ type recorded struct {
 
 func loadRecorded(t *testing.T, scenario string) recorded {
 	t.Helper()
-	dir := filepath.Join("..", "..", "..", "shared", "upstream", "acp-agent", scenario)
-	if _, err := os.Stat(dir); err != nil {
-		t.Skipf("upstream corpus not found at %s: %v", dir, err)
-	}
+	dir := filepath.Join(shared.Dir(t, shared.Upstream), "acp-agent", scenario)
 	var r recorded
 	eachLine(t, filepath.Join(dir, "session.jsonl"), func(line []byte) {
 		var ev struct {

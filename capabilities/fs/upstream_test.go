@@ -12,19 +12,15 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/dsh-acp/dsh-acp/capabilities"
+	"github.com/dsh-acp/dsh-acp/internal/shared"
 	"github.com/dsh-acp/dsh-acp/session"
 )
 
-// upstreamRoot locates the shared upstream corpus relative to the package
-// directory, skipping the test when it is absent.
+// upstreamRoot locates the shared upstream corpus (internal/shared),
+// skipping the test when it is absent.
 func upstreamRoot(t *testing.T) string {
 	t.Helper()
-	root, err := filepath.Abs(filepath.Join("..", "..", "..", "shared", "upstream"))
-	require.NoError(t, err)
-	if _, err := os.Stat(filepath.Join(root, "scenarios.json")); err != nil {
-		t.Skipf("upstream corpus not found at %s (CI keeps ../shared beside the clone): %v", root, err)
-	}
-	return root
+	return shared.Dir(t, shared.Upstream)
 }
 
 type recordedCall struct {
