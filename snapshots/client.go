@@ -28,6 +28,7 @@ type client struct {
 	pending     map[string]chan frame
 	chunks      int
 	chunkSignal chan struct{}
+	mcp         *mcpServers // the scenario's MCP servers (nil: none)
 	perms       []PermissionAnswer
 	elicits     []ElicitationAnswer
 	scriptErr   error
@@ -46,8 +47,8 @@ type frame struct {
 	Error  json.RawMessage `json:"error"`
 }
 
-func newClient(in io.WriteCloser, out io.Reader, input Input) *client {
-	c := &client{in: in, pending: map[string]chan frame{}, chunkSignal: make(chan struct{}, 1),
+func newClient(in io.WriteCloser, out io.Reader, input Input, servers *mcpServers) *client {
+	c := &client{in: in, pending: map[string]chan frame{}, chunkSignal: make(chan struct{}, 1), mcp: servers,
 		perms: append([]PermissionAnswer(nil), input.PermissionAnswers...), elicits: append([]ElicitationAnswer(nil), input.ElicitationAnswers...),
 		readDone: make(chan struct{})}
 	go c.read(out)

@@ -161,6 +161,9 @@ type Result struct {
 	Timeline []Message
 	// Logs are the session logs the agent wrote (harvest order).
 	Logs [][]byte
+	// MCPCalls are the tools/call requests the scenario's MCP servers
+	// received, in order.
+	MCPCalls []MCPCall
 }
 
 // Options tune a run.
@@ -212,12 +215,20 @@ func Run(ctx context.Context, sc *Scenario, l Launcher, o Options) Result {
 		return res
 	}
 
+	var servers *mcpServers
+	if len(sc.Meta.MCPServers) > 0 {
+		if servers, err = startMCP(sc.Meta.MCPServers); err != nil {
+			res.Message = "scenario.json: " + err.Error()
+			return res
+		}
+		defer servers.close()
+	}
 	run, err := l.Launch(ctx, sc, cwd, root, home)
 	if err != nil {
 		res.Message = "launch agent: " + err.Error()
 		return res
 	}
-	c := newClient(run.Stdin, run.Stdout, sc.Input)
+	c := newClient(run.Stdin, run.Stdout, sc.Input, servers)
 	stepErr := c.runSteps(ctx, cwd, sc.Input.Steps)
 	_ = run.Stdin.Close()
 	exited := make(chan error, 1)
@@ -254,7 +265,7 @@ func Run(ctx context.Context, sc *Scenario, l Launcher, o Options) Result {
 	// The run's scratch home appears in paths the agent shows (spill files
 	// under its state dir): it becomes {{home}}, like the cwd.
 	for i := range logs {
-		logs[i] = scrubHome(logs[i], home)
+		logs[i] = servers.scrub(scrubHome(logs[i], home))
 	}
 	res.Logs = logs
 	ids := append([]string(nil), c.sessionIDs...)
@@ -262,7 +273,8 @@ func Run(ctx context.Context, sc *Scenario, l Launcher, o Options) Result {
 		id, _ := LogIdentity(lg)
 		ids = append(ids, id)
 	}
-	got, err := NormalizeStdout(scrubHome(c.recorded(), home), cwd, ids)
+	res.MCPCalls = servers.received()
+	got, err := NormalizeStdout(servers.scrub(scrubHome(c.recorded(), home)), cwd, ids)
 	if err != nil {
 		res.Message = err.Error()
 		return res

@@ -27,6 +27,8 @@ type Step struct {
 	Prompt json.RawMessage `json:"prompt,omitempty"`
 	// SessionID targets a stored session (loadSession op, our extension).
 	SessionID string `json:"sessionId,omitempty"`
+	// Server names a declared MCP server (crashMcpServer op).
+	Server string `json:"server,omitempty"`
 }
 
 // PermissionAnswer scripts the answer to one session/request_permission.
@@ -57,6 +59,9 @@ type Meta struct {
 	ComparesLog   *bool  `json:"comparesLog,omitempty"`
 	ChildSessions int    `json:"childSessions,omitempty"`
 	PinsHeader    bool   `json:"pinsHeader,omitempty"`
+	// MCPServers are client MCP servers the runner serves and lists in
+	// session/new and session/load (our corpus; upstream's sends none).
+	MCPServers []MCPServer `json:"mcpServers,omitempty"`
 }
 
 // Scenario is one loaded scenario folder.

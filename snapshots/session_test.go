@@ -39,7 +39,7 @@ func serveInProcess(t *testing.T, store session.Store, modelLog string) (*client
 		_ = outW.Close()
 		close(done)
 	}()
-	c := newClient(inW, outR, Input{})
+	c := newClient(inW, outR, Input{}, nil)
 	return c, func() {
 		_ = inW.Close()
 		select {
@@ -178,7 +178,7 @@ func startBinary(t *testing.T, cwd string, args ...string) (*exec.Cmd, *client) 
 	require.NoError(t, err)
 	require.NoError(t, cmd.Start())
 	t.Cleanup(func() { _ = cmd.Process.Kill(); _ = cmd.Wait() })
-	return cmd, newClient(in, out, Input{})
+	return cmd, newClient(in, out, Input{}, nil)
 }
 
 // TestCrashMidTurnIsRepairedOnLoad kills the real process while a turn

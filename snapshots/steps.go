@@ -47,7 +47,7 @@ func (c *client) step(ctx context.Context, cwd string, st Step) error {
 			Cwd                   string   `json:"cwd"`
 			MCPServers            []any    `json:"mcpServers"`
 			AdditionalDirectories []string `json:"additionalDirectories,omitempty"`
-		}{cwd, []any{}, st.AdditionalDirectories}
+		}{cwd, c.mcp.wire(), st.AdditionalDirectories}
 		f, err := c.call(ctx, "session/new", params)
 		if err != nil {
 			return err
@@ -77,7 +77,7 @@ func (c *client) step(ctx context.Context, cwd string, st Step) error {
 				return err
 			}
 		}
-		f, err := c.call(ctx, "session/load", map[string]any{"sessionId": id, "cwd": cwd, "mcpServers": []any{}})
+		f, err := c.call(ctx, "session/load", map[string]any{"sessionId": id, "cwd": cwd, "mcpServers": c.mcp.wire()})
 		if err != nil {
 			return err
 		}
@@ -130,6 +130,8 @@ func (c *client) step(ctx context.Context, cwd string, st Step) error {
 		c.send(notification("session/cancel", map[string]string{"sessionId": sid}))
 		_, err = await(ctx, ch, "session/prompt")
 		return err
+	case "crashMcpServer":
+		return c.mcp.crash(st.Server)
 	case "cancel":
 		sid, err := c.needSession()
 		if err != nil {
