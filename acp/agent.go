@@ -144,6 +144,17 @@ type Options struct {
 	// teardown too) is written before the response, as ACP requires.
 	// Upstream answers at once (acp-bridge contract § 6).
 	CancelAfterTeardown bool
+	// EditorFiles reaches file contents through the client's
+	// fs/read_text_file and fs/write_text_file when it advertises them
+	// (unsaved buffers are read, writes land in the editor's review); the
+	// agent still confines every path itself. Upstream's file tools use
+	// the local disk whatever the client advertises.
+	EditorFiles bool
+	// ExtraRoots accepts additionalDirectories in session/new, session/load
+	// and session/resume (absolute, existing directories, advertised in
+	// sessionCapabilities): each is a workspace root beyond the cwd, kept
+	// with the session. Upstream rejects them (acp-bridge § 3).
+	ExtraRoots bool
 	// CheckCwd refuses, in session/new and session/load, a cwd that is not
 	// an existing directory (upstream accepts any absolute path, and every
 	// later tool call then fails).

@@ -14,8 +14,8 @@ func (s *Server) sessionOptions(cwd string, roots []string) agent.SessionOptions
 }
 
 // hostFor returns what the client hosts for session id: questions to its
-// user, its terminals (when it advertised them and the composition uses
-// them), and nil fields for everything served locally.
+// user, its terminals and its files (each when it advertised them and the
+// composition uses them), and nil fields for everything served locally.
 func (s *Server) hostFor(id string) *capabilities.Host {
-	return &capabilities.Host{Asker: s, Terminals: s.clientTerminals(id)}
+	return &capabilities.Host{Asker: s, Terminals: s.clientTerminals(id), Files: s.clientFiles(id)}
 }

@@ -28,6 +28,12 @@ func (s *Server) initialize(params json.RawMessage) (any, error) {
 	if s.opts.ListSessions {
 		sc = &SessionCapabilities{List: &struct{}{}}
 	}
+	if s.opts.ExtraRoots {
+		if sc == nil {
+			sc = &SessionCapabilities{}
+		}
+		sc.AdditionalDirectories = &struct{}{}
+	}
 	return InitializeResponse{
 		ProtocolVersion: ProtocolVersion,
 		AgentInfo:       Implementation{Name: s.opts.AgentName, Title: s.opts.AgentTitle, Version: s.opts.AgentVersion},

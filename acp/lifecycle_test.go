@@ -69,7 +69,7 @@ func TestLifecycleAcrossTwoProcesses(t *testing.T) {
 	a := startChild(t, root)
 	resp, _ := a.call("initialize", `{"protocolVersion":1,"clientCapabilities":{}}`)
 	checkFrames(t, "initialize", resp, nil)
-	assert.Contains(t, resp, `"sessionCapabilities":{"list":{},"delete":{},"resume":{},"close":{}}`)
+	assert.Contains(t, resp, `"sessionCapabilities":{"list":{},"delete":{},"additionalDirectories":{},"resume":{},"close":{}}`)
 
 	first := newSessionIn(t, a, wsA)
 	resp, _ = a.call("session/prompt", acp.PromptParams(first, "first session\nsecond line"))

@@ -21,7 +21,12 @@ func (s *Server) checkWorkspace(cwd string, extraDirs []string, mcpServers []jso
 		return invalidParams("cwd must be an absolute path: %s", cwd)
 	}
 	if len(extraDirs) > 0 {
-		return invalidParams("additionalDirectories is not supported in this MVP")
+		if !s.opts.ExtraRoots {
+			return invalidParams("additionalDirectories is not supported in this MVP")
+		}
+		if err := checkRoots(extraDirs); err != nil {
+			return err
+		}
 	}
 	if len(mcpServers) > 0 {
 		if !s.opts.AcceptMCPServers {
@@ -31,6 +36,26 @@ func (s *Server) checkWorkspace(cwd string, extraDirs []string, mcpServers []jso
 			s.log.Info().Int("count", len(mcpServers)).Msg("client MCP servers received; not used")
 		}
 		return s.checkMCP(mcpServers)
+	}
+	return nil
+}
+
+// checkRoots refuses an additional directory that is not an absolute path
+// of an existing directory.
+func checkRoots(dirs []string) error {
+	for _, d := range dirs {
+		if !strings.HasPrefix(d, "/") {
+			return invalidParams("additionalDirectories entries must be absolute paths: %s", d)
+		}
+		fi, err := os.Stat(d)
+		switch {
+		case errors.Is(err, fs.ErrNotExist):
+			return invalidParams("additionalDirectories entry does not exist: %s", d)
+		case err != nil:
+			return invalidParams("additionalDirectories entry cannot be used: %v", err)
+		case !fi.IsDir():
+			return invalidParams("additionalDirectories entry is not a directory: %s", d)
+		}
 	}
 	return nil
 }

@@ -66,8 +66,11 @@ type AgentCapabilities struct {
 type SessionCapabilities struct {
 	List   *struct{} `json:"list,omitempty"`
 	Delete *struct{} `json:"delete,omitempty"`
-	Resume *struct{} `json:"resume,omitempty"`
-	Close  *struct{} `json:"close,omitempty"`
+	// AdditionalDirectories: session/new, load and resume take
+	// additionalDirectories.
+	AdditionalDirectories *struct{} `json:"additionalDirectories,omitempty"`
+	Resume                *struct{} `json:"resume,omitempty"`
+	Close                 *struct{} `json:"close,omitempty"`
 }
 
 // InitializeResponse is the result of initialize.

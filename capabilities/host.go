@@ -19,9 +19,10 @@ import (
 type Host struct {
 	// Files reaches file contents through the host (an editor's
 	// fs/read_text_file and fs/write_text_file, which see unsaved buffers
-	// and put writes in the editor's review). The paths it is given have
-	// already passed the tools' own root checks. Nil: local files.
-	Files Files
+	// and put writes in the editor's review). Tools reach it only through
+	// [Through], which checks every path beneath the roots locally first.
+	// Nil: local files.
+	Files TextFiles
 	// Terminals runs commands in the host's terminals (ACP terminal/*).
 	// The command it is given is already confined. Nil: commands run
 	// locally and their output streams into the tool card.

@@ -394,7 +394,7 @@ func (c Composition) Commands() []agent.Command {
 		Name:        "undo",
 		Description: "Revert the file changes of the agent's last turn (files you edited since are left alone)",
 		Run: func(ctx context.Context, s *agent.Session, _ string) string {
-			files, err := localfs.NewRouted(s.Cwd())
+			files, err := undoFiles(s)
 			if err != nil {
 				return "Cannot undo: " + err.Error()
 			}
@@ -405,6 +405,24 @@ func (c Composition) Commands() []agent.Command {
 			return undo.Report(r, s.Cwd())
 		},
 	}}
+}
+
+// undoFiles is how /undo reaches the files the agent changed: confined
+// beneath the workspace root a path lies in (the cwd or an extra root),
+// unconfined for the paths outside the user approved; through the editor
+// (its buffers, its review) when it hosts the session's files.
+func undoFiles(s *agent.Session) (capabilities.Files, error) {
+	host := capabilities.HostOf(s)
+	var files capabilities.Files
+	routed, err := localfs.NewRouted(s.Cwd(), host.Roots...)
+	if err != nil {
+		return nil, err
+	}
+	files = routed
+	if host.Files != nil {
+		files = capabilities.Through(files, host.Files)
+	}
+	return files, nil
 }
 
 // ModeDefs returns the configured session modes (nil: not composed).

@@ -137,6 +137,8 @@ func (c Composition) NewServer(o ServerOptions) *acp.Server {
 		Lifecycle:           !c.Upstream,
 		CancelAfterTeardown: !c.Upstream,
 		CheckCwd:            !c.Upstream,
+		EditorFiles:         !c.Upstream,
+		ExtraRoots:          !c.Upstream,
 		ClearErrors:         !c.Upstream,
 		CardUnloggedCalls:   !c.Upstream,
 		MaxLineBytes:        o.Limits.MaxLineBytes,

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"syscall"
 
 	"github.com/dsh-acp/dsh-acp/capabilities"
@@ -30,7 +31,7 @@ func (f *files) probe(ctx context.Context, call *capabilities.Call, op Op, tg ta
 		r := reach{files: f.unconfined()}
 		return r, do(r.files)
 	}
-	conf, err := f.confinedTo(tg.root)
+	conf, err := f.confinedTo(call, tg.root)
 	if err != nil {
 		return reach{}, err
 	}
@@ -58,13 +59,15 @@ func (f *files) approve(ctx context.Context, call *capabilities.Call, op Op, tg 
 	return f.opts.Gate.Check(ctx, Access{Call: call, Op: op, Path: tg.display, Root: tg.root, Inside: true})
 }
 
-// confinedTo returns the file access confined beneath root, reusing the
-// last one (a session's root rarely changes).
-func (f *files) confinedTo(root string) (capabilities.Files, error) {
+// confinedTo returns the file access confined beneath root (one per root,
+// kept for the session). When the session's host reaches file contents
+// (an editor), contents go through it, every path checked beneath root
+// first (capabilities.Through).
+func (f *files) confinedTo(call *capabilities.Call, root string) (capabilities.Files, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	if f.confined != nil && f.rootOf == root {
-		return f.confined, nil
+	if c, ok := f.confined[root]; ok {
+		return c, nil
 	}
 	var c capabilities.Files
 	var err error
@@ -76,7 +79,13 @@ func (f *files) confinedTo(root string) (capabilities.Files, error) {
 	if err != nil {
 		return nil, fmt.Errorf("cannot resolve the session root %s: %w", root, err)
 	}
-	f.rootOf, f.confined = root, c
+	if host := capabilities.HostOf(call.Session).Files; host != nil {
+		c = capabilities.Through(c, host)
+	}
+	if f.confined == nil {
+		f.confined = map[string]capabilities.Files{}
+	}
+	f.confined[root] = c
 	return c, nil
 }
 
@@ -115,6 +124,33 @@ func fail(ctx context.Context, verb string, tg target, err error) error {
 		return fsError(CodeAborted, verb+" aborted")
 	}
 	return ioError(verb, tg.display, err)
+}
+
+// maxEager is the largest file current reads along with its description.
+const maxEager = 16 << 20
+
+// current describes the file at path and, when it is a regular file of at
+// most maxEager bytes, reads it in the same access, so that a write or an
+// edit through an editor costs one read for both (nil content: not read).
+// Anything Open refuses but a root check is described by Stat instead.
+func current(ctx context.Context, files capabilities.Files, path string) (capabilities.FileInfo, []byte, error) {
+	r, info, err := files.Open(ctx, path)
+	if err != nil {
+		if errors.Is(err, capabilities.ErrOutsideRoot) || ctx.Err() != nil {
+			return capabilities.FileInfo{}, nil, err
+		}
+		info, err := files.Stat(ctx, path)
+		return info, nil, err
+	}
+	defer r.Close()
+	if info.Size > maxEager {
+		return info, nil, nil
+	}
+	b, err := io.ReadAll(r)
+	if err != nil {
+		return capabilities.FileInfo{}, nil, err
+	}
+	return info, b, nil
 }
 
 // refused carries a Gate's refusal through probe, to be reported as is.

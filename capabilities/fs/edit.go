@@ -64,7 +64,7 @@ func (t *editTool) Run(ctx context.Context, call *capabilities.Call) (capabiliti
 	if a.OldString == a.NewString {
 		return capabilities.Result{}, errors.New(msgMustDiffer)
 	}
-	tg, err := resolve(cwdOf(call), a.FilePath)
+	tg, err := targetOf(call, a.FilePath)
 	if err != nil {
 		return capabilities.Result{}, err
 	}
@@ -72,14 +72,15 @@ func (t *editTool) Run(ctx context.Context, call *capabilities.Call) (capabiliti
 	defer t.policy.mutate.Unlock()
 
 	var prev capabilities.FileInfo
+	var cur []byte
 	r, err := t.probe(ctx, call, OpEdit, tg, func(files capabilities.Files) (err error) {
-		prev, err = files.Stat(ctx, tg.display)
+		prev, cur, err = current(ctx, files, tg.display)
 		return err
 	})
 	if err != nil {
 		return capabilities.Result{}, fail(ctx, "edit", tg, err)
 	}
-	ed, err := t.prepare(ctx, r, tg, prev, a)
+	ed, err := t.prepare(ctx, r, tg, prev, cur, a)
 	if err != nil {
 		return capabilities.Result{}, err
 	}
@@ -87,10 +88,10 @@ func (t *editTool) Run(ctx context.Context, call *capabilities.Call) (capabiliti
 		return capabilities.Result{}, err
 	} else if asked {
 		// The question took a while: edit the file as it is now.
-		if prev, err = r.files.Stat(ctx, tg.display); err != nil {
+		if prev, cur, err = current(ctx, r.files, tg.display); err != nil {
 			return capabilities.Result{}, fail(ctx, "edit", tg, err)
 		}
-		if ed, err = t.prepare(ctx, r, tg, prev, a); err != nil {
+		if ed, err = t.prepare(ctx, r, tg, prev, cur, a); err != nil {
 			return capabilities.Result{}, err
 		}
 	}
@@ -118,8 +119,9 @@ type edited struct {
 }
 
 // prepare applies the fs-policy to an edit of the file prev describes,
-// reads it and computes the replacement.
-func (t *editTool) prepare(ctx context.Context, r reach, tg target, prev capabilities.FileInfo, a editArgs) (edited, error) {
+// reads it (unless cur holds its content, read with prev) and computes the
+// replacement.
+func (t *editTool) prepare(ctx context.Context, r reach, tg target, prev capabilities.FileInfo, cur []byte, a editArgs) (edited, error) {
 	seen, ok := t.policy.observed(prev.ID)
 	if !ok {
 		return edited{}, fsError(CodeNotObserved, "edit requires reading "+quote(tg.display)+" first")
@@ -135,12 +137,16 @@ func (t *editTool) prepare(ctx context.Context, r reach, tg target, prev capabil
 	if err := aborted(ctx, "edit"); err != nil {
 		return edited{}, err
 	}
-	raw, now, err := capabilities.ReadFile(ctx, r.files, tg.display)
-	if err != nil {
-		return edited{}, fail(ctx, "edit", tg, err)
-	}
-	if now.Version != seen {
-		return edited{}, fsError(CodeStaleVersion, "cannot edit "+quote(tg.display)+": file changed since it was read")
+	raw := cur
+	if raw == nil {
+		var now capabilities.FileInfo
+		var err error
+		if raw, now, err = capabilities.ReadFile(ctx, r.files, tg.display); err != nil {
+			return edited{}, fail(ctx, "edit", tg, err)
+		}
+		if now.Version != seen {
+			return edited{}, fsError(CodeStaleVersion, "cannot edit "+quote(tg.display)+": file changed since it was read")
+		}
 	}
 	if bytes.IndexByte(raw, 0) >= 0 {
 		return edited{}, fsError(CodeNotText, "cannot edit "+quote(tg.display)+": binary file")

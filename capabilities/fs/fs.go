@@ -101,9 +101,8 @@ type files struct {
 	opts   Options
 	policy *policy
 
-	mu       sync.Mutex // guards the cache of the confined file access
-	rootOf   string
-	confined capabilities.Files
+	mu       sync.Mutex                    // guards the cache of the confined file access
+	confined map[string]capabilities.Files // by root
 }
 
 // fsError builds the coded error of the FsError class.

@@ -110,7 +110,7 @@ func (h *harness) fails(name string, args any, msg, code string) {
 // a read would.
 func (h *harness) observe(rel string) {
 	h.t.Helper()
-	files, err := h.files.confinedTo(h.dir)
+	files, err := h.files.confinedTo(&capabilities.Call{}, h.dir)
 	require.NoError(h.t, err)
 	info, err := files.Stat(context.Background(), h.path(rel))
 	require.NoError(h.t, err)

@@ -4,6 +4,9 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strings"
+
+	"github.com/dsh-acp/dsh-acp/capabilities"
 )
 
 // target is one call's file path.
@@ -31,6 +34,36 @@ func resolve(cwd, p string) (target, error) {
 		display = filepath.Join(base, display)
 	}
 	return target{display: filepath.Clean(display), root: base}, nil
+}
+
+// targetOf resolves the model's path for call (see resolve) and judges it
+// beneath the workspace root it lies in lexically: the deepest of the
+// session cwd and the session's extra roots (capabilities.Host.Roots),
+// else the cwd (where confinement then refuses it).
+func targetOf(call *capabilities.Call, p string) (target, error) {
+	tg, err := resolve(cwdOf(call), p)
+	if err != nil {
+		return target{}, err
+	}
+	best := ""
+	if beneath(tg.display, tg.root) {
+		best = tg.root
+	}
+	for _, r := range capabilities.HostOf(call.Session).Roots {
+		if r = filepath.Clean(r); filepath.IsAbs(r) && beneath(tg.display, r) && len(r) > len(best) {
+			best = r
+		}
+	}
+	if best != "" {
+		tg.root = best
+	}
+	return tg, nil
+}
+
+// beneath reports whether the clean absolute path p is root or lies below
+// it.
+func beneath(p, root string) bool {
+	return p == root || strings.HasPrefix(p, strings.TrimSuffix(root, "/")+"/")
 }
 
 // baseDir is the absolute, cleaned session cwd (the process cwd when the

@@ -85,7 +85,7 @@ func (t *readTool) Run(ctx context.Context, call *capabilities.Call) (capabiliti
 		}
 		limit = l
 	}
-	tg, err := resolve(cwdOf(call), a.FilePath)
+	tg, err := targetOf(call, a.FilePath)
 	if err != nil {
 		return capabilities.Result{}, err
 	}

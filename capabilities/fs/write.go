@@ -50,7 +50,7 @@ func (t *writeTool) Run(ctx context.Context, call *capabilities.Call) (capabilit
 	if err := checkFilePath(a.FilePath); err != nil {
 		return capabilities.Result{}, err
 	}
-	tg, err := resolve(cwdOf(call), a.FilePath)
+	tg, err := targetOf(call, a.FilePath)
 	if err != nil {
 		return capabilities.Result{}, err
 	}
@@ -61,14 +61,15 @@ func (t *writeTool) Run(ctx context.Context, call *capabilities.Call) (capabilit
 	defer t.policy.mutate.Unlock()
 
 	var prev capabilities.FileInfo
+	var cur []byte
 	r, err := t.probe(ctx, call, OpWrite, tg, func(files capabilities.Files) (err error) {
-		prev, err = files.Stat(ctx, tg.display)
+		prev, cur, err = current(ctx, files, tg.display)
 		return err
 	})
 	if err != nil {
 		return capabilities.Result{}, fail(ctx, "write", tg, err)
 	}
-	before, err := t.checkWrite(ctx, r, tg, prev)
+	before, err := t.checkWrite(ctx, r, tg, prev, cur)
 	if err != nil {
 		return capabilities.Result{}, err
 	}
@@ -76,10 +77,10 @@ func (t *writeTool) Run(ctx context.Context, call *capabilities.Call) (capabilit
 		return capabilities.Result{}, err
 	} else if asked {
 		// The question took a while: judge the file as it is now.
-		if prev, err = r.files.Stat(ctx, tg.display); err != nil {
+		if prev, cur, err = current(ctx, r.files, tg.display); err != nil {
 			return capabilities.Result{}, fail(ctx, "write", tg, err)
 		}
-		if before, err = t.checkWrite(ctx, r, tg, prev); err != nil {
+		if before, err = t.checkWrite(ctx, r, tg, prev, cur); err != nil {
 			return capabilities.Result{}, err
 		}
 	}
@@ -109,8 +110,9 @@ func (t *writeTool) Run(ctx context.Context, call *capabilities.Call) (capabilit
 }
 
 // checkWrite applies the fs-policy to a write of the file prev describes
-// and returns its current content (nil when it does not exist).
-func (t *writeTool) checkWrite(ctx context.Context, r reach, tg target, prev capabilities.FileInfo) ([]byte, error) {
+// and returns its current content (cur when it was read with prev; nil
+// when it does not exist).
+func (t *writeTool) checkWrite(ctx context.Context, r reach, tg target, prev capabilities.FileInfo, cur []byte) ([]byte, error) {
 	if prev.Exists && !prev.Regular {
 		return nil, fsError(CodeNotRegular, "cannot write "+quote(tg.display)+": not a regular file")
 	}
@@ -126,6 +128,9 @@ func (t *writeTool) checkWrite(ctx context.Context, r reach, tg target, prev cap
 	}
 	if !prev.Exists {
 		return nil, nil
+	}
+	if cur != nil {
+		return cur, nil
 	}
 	before, _, err := capabilities.ReadFile(ctx, r.files, tg.display)
 	if err != nil {

@@ -10,33 +10,43 @@ import (
 )
 
 // Routed is the local filesystem for a caller that may legitimately reach
-// paths outside a root (an /undo replaying approved writes): a path that
-// lies lexically under the root is resolved beneath it, confined like
-// [New]; any other absolute path goes through [Unconfined]. So a symbolic
-// link swapped into the workspace still cannot redirect a write meant for
-// a file inside it.
+// paths outside its roots (an /undo replaying approved writes): a path that
+// lies lexically under a root is resolved beneath it (the deepest such
+// root), confined like [New]; any other absolute path goes through
+// [Unconfined]. So a symbolic link swapped into the workspace still cannot
+// redirect a write meant for a file inside it.
 type Routed struct {
-	inside, outside *FS
+	inside  []*FS
+	outside *FS
 }
 
 var _ capabilities.Files = (*Routed)(nil)
 
-// NewRouted returns a [Routed] filesystem over root.
-func NewRouted(root string) (*Routed, error) {
-	in, err := New(root)
-	if err != nil {
-		return nil, err
+// NewRouted returns a [Routed] filesystem over root and the extra roots.
+func NewRouted(root string, extra ...string) (*Routed, error) {
+	r := &Routed{outside: Unconfined()}
+	for _, dir := range append([]string{root}, extra...) {
+		in, err := New(dir)
+		if err != nil {
+			return nil, err
+		}
+		r.inside = append(r.inside, in)
 	}
-	return &Routed{inside: in, outside: Unconfined()}, nil
+	return r, nil
 }
 
 // pick returns the filesystem that resolves path.
 func (r *Routed) pick(path string) *FS {
 	p := filepath.Clean(path)
-	if under(p, r.inside.root) || under(p, r.inside.realRoot) {
-		return r.inside
+	best, depth := r.outside, -1
+	for _, in := range r.inside {
+		for _, root := range [2]string{in.root, in.realRoot} {
+			if under(p, root) && len(root) > depth {
+				best, depth = in, len(root)
+			}
+		}
 	}
-	return r.outside
+	return best
 }
 
 // under reports whether p is root or lies beneath it (both clean).
