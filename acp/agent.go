@@ -173,6 +173,12 @@ type Options struct {
 	// model's history holds. Upstream replays that update alone (acp-bridge
 	// § 12, result fallback).
 	CardUnloggedCalls bool
+	// ClientTerminals runs bash commands in the client's terminals
+	// (terminal/*) when it advertises the terminal capability, confined
+	// as locally; LiveOutput shows a running call's output in its card
+	// while it runs (ephemeral tool_call_update in_progress). Upstream
+	// runs every command locally and shows its output at its end.
+	ClientTerminals, LiveOutput bool
 
 	// MaxLineBytes bounds one inbound message (0: DefaultMaxLineBytes,
 	// 16 MiB). A longer line is discarded as it is read and answered -32600.

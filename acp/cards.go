@@ -157,7 +157,8 @@ func (p *presenter) renderCall(id string, v capabilities.CallView) ToolCallCard 
 
 // resultCard renders a tool/result given the remembered call.
 func (p *presenter) resultCard(r session.ToolResult, call *rememberedCall) any {
-	card := p.resultView(r, call)
+	live, _ := p.live.take(r.CallID)
+	card := p.resultView(r, call, live)
 	if !p.editor {
 		return card
 	}
@@ -187,8 +188,9 @@ func rawOutput(r session.ToolResult) json.RawMessage {
 	}{b.String(), r.IsError})
 }
 
-// resultView renders a tool/result given the remembered call.
-func (p *presenter) resultView(r session.ToolResult, call *rememberedCall) any {
+// resultView renders a tool/result given the remembered call and what the
+// call showed live while it ran.
+func (p *presenter) resultView(r session.ToolResult, call *rememberedCall, live liveCall) any {
 	status := "completed"
 	if r.IsError {
 		status = "failed"
@@ -230,7 +232,21 @@ func (p *presenter) resultView(r session.ToolResult, call *rememberedCall) any {
 				notes = append(notes, textItem(n))
 			}
 		}
+		if live.terminalID != "" {
+			// The command ran in the client's terminal: the card keeps it
+			// (the client shows a released terminal's output), then the
+			// notes. A load, without the terminal, shows the output.
+			var content []ToolCallContent
+			if call.view.Description != "" {
+				content = append(content, textItem(call.view.Description))
+			}
+			content = append(append(content, ToolCallContent{Type: "terminal", TerminalID: live.terminalID}), notes...)
+			return ToolCallUpdateCard{SessionUpdate: "tool_call_update", ToolCallID: r.CallID, Status: status, Content: content, Title: v.Title}
+		}
 		if p.terminal {
+			if live.sent > 0 {
+				output = "" // streamed as terminal_output while it ran
+			}
 			meta := terminalOutputMeta{TerminalOutput: terminalOutput{TerminalID: r.CallID, Data: output}}
 			switch {
 			case v.Signal != "":
@@ -249,9 +265,8 @@ func (p *presenter) resultView(r session.ToolResult, call *rememberedCall) any {
 			}
 			return TerminalUpdateCard{SessionUpdate: "tool_call_update", ToolCallID: r.CallID, Status: status, Title: v.Title, Content: content, Meta: meta}
 		}
-		fenced := "```console\n" + strings.TrimRight(output, "\n") + "\n```"
 		return ToolCallUpdateCard{SessionUpdate: "tool_call_update", ToolCallID: r.CallID, Status: status,
-			Content: append([]ToolCallContent{textItem(fenced)}, notes...), Title: v.Title}
+			Content: append([]ToolCallContent{textItem(consoleBlock(output))}, notes...), Title: v.Title}
 	case capabilities.ViewDiff:
 		rawPath := ""
 		if len(v.Diffs) > 0 {

@@ -6,12 +6,9 @@ package acp
 // runtime live there), and the framing tests (acp-bridge § 1).
 
 import (
-	"bufio"
-	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
-	"io"
 	"os"
 	"runtime/debug"
 	"sync"
@@ -20,6 +17,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/dsh-acp/dsh-acp/internal/acpclient"
 	"github.com/dsh-acp/dsh-acp/internal/acpschema"
 )
 
@@ -52,29 +50,23 @@ func RaceEnabled() bool {
 // ---------------------------------------------------------------------------
 // Harness
 
-// Harness runs Server.Serve over io.Pipes: tests write raw lines and read
-// raw output lines, every wait bounded. At cleanup it ends the input (EOF),
-// waits for Serve to return and validates every line the server wrote
-// (validateFrame: envelope key order, no HTML escapes, ACP schema).
+// Harness runs Server.Serve over io.Pipes through an acpclient.Conn: tests
+// write raw lines and read raw output lines, every wait bounded. The agent's
+// requests stay unanswered unless the options host them. At cleanup it ends
+// the input (EOF), waits for Serve to return and validates every line the
+// server wrote (acpclient.Conn.Check: envelope key order, no HTML escapes,
+// ACP schema).
 type Harness struct {
 	tb  testing.TB
 	Srv *Server
+	// Conn is the client connection (its transcript, updates, the fs and
+	// terminals it hosts).
+	Conn *acpclient.Conn
 
-	inW  *io.PipeWriter
-	outW *io.PipeWriter
-
-	served   chan struct{}
-	readDone chan struct{}
-	wake     chan struct{}
-
-	mu       sync.Mutex
-	lines    [][]byte
-	badEnds  []string
-	pos      int
-	methods  map[string][]string // raw request id → methods sent with it, in order
-	eofAt    int                 // len(lines) when input ended (-1: not yet)
-	nextID   int
-	finished bool
+	mu     sync.Mutex
+	pos    int // the next output line Next returns
+	eofAt  int // Conn.Len() when input ended (-1: not yet)
+	nextID int
 
 	// NoValidate skips frame validation at cleanup (benchmarks only).
 	NoValidate bool
@@ -83,81 +75,42 @@ type Harness struct {
 // StartHarness serves srv over pipes until the test ends.
 func StartHarness(tb testing.TB, srv *Server) *Harness {
 	tb.Helper()
-	inR, inW := io.Pipe()
-	outR, outW := io.Pipe()
-	h := &Harness{tb: tb, Srv: srv, inW: inW, outW: outW,
-		served: make(chan struct{}), readDone: make(chan struct{}), wake: make(chan struct{}, 1),
-		methods: map[string][]string{}, eofAt: -1, nextID: 100}
-	go func() {
-		defer close(h.served)
-		_ = srv.Serve(context.Background(), inR, outW)
-	}()
-	go h.readLoop(outR)
-	tb.Cleanup(h.finish)
-	return h
+	return StartHarnessWith(tb, srv, acpclient.Options{})
 }
 
-func (h *Harness) readLoop(r io.Reader) {
-	defer close(h.readDone)
-	br := bufio.NewReaderSize(r, 64<<10)
-	for {
-		line, err := br.ReadBytes('\n')
-		if len(line) > 0 {
-			h.mu.Lock()
-			if line[len(line)-1] != '\n' {
-				h.badEnds = append(h.badEnds, acpschema.ClipLine(line))
-			}
-			h.lines = append(h.lines, bytes.TrimSuffix(line, []byte("\n")))
-			h.mu.Unlock()
-			select {
-			case h.wake <- struct{}{}:
-			default:
-			}
-		}
-		if err != nil {
-			return
-		}
+// StartHarnessWith is StartHarness with client options (handlers, FS,
+// Terminals); requests no option handles stay unanswered, and frames are
+// validated against the stable schema unless opts name one.
+func StartHarnessWith(tb testing.TB, srv *Server, opts acpclient.Options) *Harness {
+	tb.Helper()
+	if opts.Fallback == nil {
+		opts.Fallback = func(context.Context, acpclient.Request) (any, error) { return acpclient.NoReply, nil }
 	}
+	if opts.Schema == nil {
+		opts.Schema = loadACPSchema(tb)
+	}
+	h := &Harness{tb: tb, Srv: srv, Conn: acpclient.Serve(srv.Serve, opts), eofAt: -1, nextID: 100}
+	tb.Cleanup(h.finish)
+	return h
 }
 
 // finish ends the input, waits for Serve and validates every emitted line.
 func (h *Harness) finish() {
 	h.EOF()
-	_ = h.outW.Close()
 	select {
-	case <-h.readDone:
+	case <-h.Conn.Done():
 	case <-time.After(WaitFor):
 		h.tb.Errorf("harness: output reader did not finish within %v", WaitFor)
 	}
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	h.finished = true
-	for _, b := range h.badEnds {
-		h.tb.Errorf("frame not terminated by \\n: %s", b)
-	}
-	if h.NoValidate {
+	if !h.NoValidate {
+		h.Conn.Report(h.tb)
 		return
 	}
-	for _, line := range h.lines {
-		// Answers pop the methods sent with their id, in order (an error
-		// with a null id answers no particular request).
-		method := ""
-		if id := frameID(line); id != nil && !isRequestFrame(line) && !bytes.HasPrefix(line, []byte(`{"jsonrpc":"2.0","id":null,"error":`)) {
-			if q := h.methods[string(id)]; len(q) > 0 {
-				method, h.methods[string(id)] = q[0], q[1:]
-			}
+	for _, l := range h.Conn.Transcript() {
+		if l.NoEOL {
+			h.tb.Errorf("frame not terminated by \\n: %s", acpschema.ClipLine(l.Data))
 		}
-		validateFrame(h.tb, line, method)
 	}
-}
-
-// isRequestFrame reports whether an emitted frame has a method.
-func isRequestFrame(line []byte) bool {
-	var p struct {
-		Method *string `json:"method"`
-	}
-	_ = json.Unmarshal(line, &p)
-	return p.Method != nil
 }
 
 // frameID returns the raw id of an emitted frame (nil if none; "null" for
@@ -177,12 +130,12 @@ func frameID(line []byte) json.RawMessage {
 func (h *Harness) EOF() bool {
 	h.mu.Lock()
 	if h.eofAt < 0 {
-		h.eofAt = len(h.lines)
+		h.eofAt = h.Conn.Len()
 	}
 	h.mu.Unlock()
-	_ = h.inW.Close()
+	_ = h.Conn.CloseWrite()
 	select {
-	case <-h.served:
+	case <-h.Conn.Stopped():
 		return true
 	case <-time.After(WaitFor):
 		h.tb.Errorf("Serve did not return within %v of EOF", WaitFor)
@@ -193,59 +146,45 @@ func (h *Harness) EOF() bool {
 // LinesAfterEOF returns the lines read after EOF was sent.
 func (h *Harness) LinesAfterEOF() [][]byte {
 	h.mu.Lock()
-	defer h.mu.Unlock()
-	if h.eofAt < 0 {
+	at := h.eofAt
+	h.mu.Unlock()
+	if at < 0 {
 		return nil
 	}
-	return append([][]byte(nil), h.lines[h.eofAt:]...)
+	return h.Conn.Since(at)
 }
 
 // Expect records that the request id (raw JSON) calls method, for
 // validating its response (Send does this itself for small lines).
-func (h *Harness) Expect(id, method string) {
-	h.mu.Lock()
-	h.methods[id] = append(h.methods[id], method)
-	h.mu.Unlock()
-}
+func (h *Harness) Expect(id, method string) { h.Conn.Expect(id, method) }
 
 // Send writes the lines, each followed by "\n", in ONE write.
 func (h *Harness) Send(lines ...string) {
 	h.tb.Helper()
-	var b bytes.Buffer
-	for _, l := range lines {
-		h.probe([]byte(l))
-		b.WriteString(l)
-		b.WriteByte('\n')
+	bs := make([][]byte, len(lines))
+	n := 0
+	for i, l := range lines {
+		bs[i] = []byte(l)
+		n += len(l) + 1
 	}
-	h.SendRaw(b.Bytes(), WaitFor)
-}
-
-func (h *Harness) probe(line []byte) {
-	if len(line) > 1<<20 {
-		return
-	}
-	var p struct {
-		ID     json.RawMessage `json:"id"`
-		Method *string         `json:"method"`
-	}
-	if json.Unmarshal(bytes.TrimSpace(line), &p) == nil && p.ID != nil && p.Method != nil {
-		h.Expect(string(p.ID), *p.Method)
-	}
+	h.write(func() error { return h.Conn.SendLines(bs...) }, n, WaitFor)
 }
 
 // SendRaw writes b as is; the server must consume it within timeout.
 func (h *Harness) SendRaw(b []byte, timeout time.Duration) {
 	h.tb.Helper()
+	h.write(func() error { _, err := h.Conn.Write(b); return err }, len(b), timeout)
+}
+
+func (h *Harness) write(w func() error, n int, timeout time.Duration) {
+	h.tb.Helper()
 	done := make(chan error, 1)
-	go func() {
-		_, err := h.inW.Write(b)
-		done <- err
-	}()
+	go func() { done <- w() }()
 	select {
 	case err := <-done:
 		require.NoError(h.tb, err, "write to server")
 	case <-time.After(timeout):
-		h.tb.Fatalf("server did not consume %d input bytes within %v (read loop blocked?)", len(b), timeout)
+		h.tb.Fatalf("server did not consume %d input bytes within %v (read loop blocked?)", n, timeout)
 	}
 }
 
@@ -267,30 +206,19 @@ func (h *Harness) NextWithin(d time.Duration) []byte {
 
 // TryNext returns the next output line, or false after d.
 func (h *Harness) TryNext(d time.Duration) ([]byte, bool) {
-	deadline := time.NewTimer(d)
-	defer deadline.Stop()
-	for {
-		h.mu.Lock()
-		if h.pos < len(h.lines) {
-			l := h.lines[h.pos]
-			h.pos++
-			h.mu.Unlock()
-			return l, true
-		}
-		h.mu.Unlock()
-		select {
-		case <-h.wake:
-		case <-h.readDone:
-			h.mu.Lock()
-			more := h.pos < len(h.lines)
-			h.mu.Unlock()
-			if !more {
-				return nil, false
-			}
-		case <-deadline.C:
-			return nil, false
-		}
+	ctx, cancel := context.WithTimeout(context.Background(), d)
+	defer cancel()
+	h.mu.Lock()
+	pos := h.pos
+	h.mu.Unlock()
+	line, err := h.Conn.NextLine(ctx, pos)
+	if err != nil {
+		return nil, false
 	}
+	h.mu.Lock()
+	h.pos = pos + 1
+	h.mu.Unlock()
+	return line, true
 }
 
 // Await reads until the response to the request with raw id and returns

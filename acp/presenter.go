@@ -34,6 +34,10 @@ type presenter struct {
 	// editor renders cards for editors (Options.EditorCards): absolute
 	// paths, and the peers' card shapes.
 	editor bool
+	// live is what the session's running calls showed ephemerally
+	// (Options.LiveOutput; nil for a load replay): a result's card
+	// follows on from it.
+	live *liveCards
 }
 
 type rememberedCall struct {

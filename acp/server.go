@@ -49,7 +49,8 @@ type liveSession struct {
 	terminal bool // the client's terminal_output flag, snapshotted
 	prompt   *inflight
 	unsub    func()
-	lastMode string // the mode the client was last told
+	lastMode string    // the mode the client was last told
+	live     liveCards // what running calls show live (terminal.go)
 	// shown holds the config option values the client was last told
 	// (guarded by Server.mu).
 	shown map[string]string

@@ -139,6 +139,7 @@ func (s *Server) attach(ls *liveSession) {
 	p := newPresenter(ls.s.Tools(), ls.s.Log().Header().Cwd, ls.terminal, false)
 	p.window = s.opts.ContextWindow
 	p.editor = s.opts.EditorCards
+	p.live = &ls.live
 	p.compaction = s.compactionUpdates()
 	id := ls.s.ID()
 	ls.unsub = ls.s.Log().Subscribe(func(ev session.Event) {

@@ -1,11 +1,10 @@
 package reliability
 
 import (
-	"bufio"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
-	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -13,11 +12,13 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
-	"syscall"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/require"
+
+	"github.com/dsh-acp/dsh-acp/internal/acpclient"
+	"github.com/dsh-acp/dsh-acp/internal/acpschema"
 )
 
 // agentBinary is the dsh-acp binary TestMain builds (or
@@ -50,15 +51,7 @@ func TestMain(m *testing.M) {
 }
 
 // rpcError is a JSON-RPC error object.
-type rpcError struct {
-	Code    int             `json:"code"`
-	Message string          `json:"message"`
-	Data    json.RawMessage `json:"data,omitempty"`
-}
-
-func (e *rpcError) Error() string {
-	return fmt.Sprintf("rpc error %d: %s %s", e.Code, e.Message, e.Data)
-}
+type rpcError = acpclient.Error
 
 // response is the answer to one of our requests.
 type response struct {
@@ -91,18 +84,17 @@ type pendingCall struct {
 	ch      chan response
 }
 
-// agentProc is a dsh-acp subprocess driven like an editor drives it: it
-// answers permission requests with "allow once" (or cancelled once the
-// prompt is cancelled) and records every session/update per session, in
-// wire order, together with the request in flight when it came.
+// agentProc is a dsh-acp subprocess driven like an editor drives it,
+// through an acpclient.Process: it answers permission requests with
+// "allow once" (or cancelled once the prompt is cancelled) and records
+// every session/update per session, in wire order, together with the
+// request in flight when it came (dispatch, on the client's read loop).
+// Every frame the agent wrote is validated when the test ends.
 type agentProc struct {
 	t      testing.TB
-	cmd    *exec.Cmd
-	stdin  io.WriteCloser
-	stderr *tailBuffer
-	done   chan struct{}
+	p      *acpclient.Process
+	stderr stderrTail
 
-	wmu    sync.Mutex
 	nextID atomic.Int64
 
 	mu          sync.Mutex
@@ -112,6 +104,7 @@ type agentProc struct {
 	strays      []string // responses to no request, or repeated
 	permissions int
 	closed      bool
+	crashed     bool
 }
 
 // agentConfig says how to start an agent.
@@ -140,25 +133,16 @@ func startAgent(t testing.TB, cfg agentConfig) *agentProc {
 	cmd.Env = []string{"PATH=" + os.Getenv("PATH"), "HOME=" + home, "TMPDIR=" + os.TempDir(),
 		"XDG_CONFIG_HOME=" + filepath.Join(home, "config"), "XDG_STATE_HOME=" + filepath.Join(home, "state"),
 		"DEEPSEEK_API_KEY=test-key", "DEEPSEEK_BASE_URL=" + cfg.model.URL(), "DSH_ACP_LOG=warn"}
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
-	stdin, err := cmd.StdinPipe()
+	a := &agentProc{t: t, pending: map[int64]*pendingCall{}, answered: map[int64]int{}, sessions: map[string]*sessionTrace{}}
+	schema, err := acpschema.Stable()
 	require.NoError(t, err)
-	// Our own pipe, not StdoutPipe: Wait must not close it before every
-	// line the agent wrote (before it exited or was killed) has been read.
-	stdout, w, err := os.Pipe()
+	a.p, err = acpclient.Spawn(cmd, acpclient.Options{
+		Schema:    schema,
+		OnReceive: func(line []byte, _ time.Time) bool { return a.dispatch(line) },
+		Handlers:  map[string]acpclient.Handler{"session/request_permission": acpclient.Permissions(a.permission)},
+	})
 	require.NoError(t, err)
-	cmd.Stdout = w
-	a := &agentProc{t: t, cmd: cmd, stdin: stdin, stderr: &tailBuffer{max: 8 << 10}, done: make(chan struct{}),
-		pending: map[int64]*pendingCall{}, answered: map[int64]int{}, sessions: map[string]*sessionTrace{}}
-	cmd.Stderr = a.stderr
-	cmd.WaitDelay = 2 * time.Second
-	err = cmd.Start()
-	_ = w.Close()
-	if err != nil {
-		_ = stdout.Close()
-		require.NoError(t, err)
-	}
-	go a.read(stdout)
+	a.stderr.p = a.p
 	t.Cleanup(a.kill)
 	_, err = a.call(context.Background(), "initialize", "", map[string]any{"protocolVersion": 1,
 		"clientCapabilities": map[string]any{}})
@@ -167,19 +151,10 @@ func startAgent(t testing.TB, cfg agentConfig) *agentProc {
 }
 
 // pid is the agent's process id.
-func (a *agentProc) pid() int { return a.cmd.Process.Pid }
+func (a *agentProc) pid() int { return a.p.Pid() }
 
 // send writes one JSON-RPC message.
-func (a *agentProc) send(msg any) error {
-	b, err := json.Marshal(msg)
-	if err != nil {
-		return err
-	}
-	a.wmu.Lock()
-	defer a.wmu.Unlock()
-	_, err = a.stdin.Write(append(b, '\n'))
-	return err
-}
+func (a *agentProc) send(msg any) error { return a.p.Send(msg) }
 
 // start sends a request. A session/prompt or session/load names its
 // session: the updates of that session are attributed to it until its
@@ -208,7 +183,7 @@ func (a *agentProc) wait(ctx context.Context, method string, ch <-chan response)
 			return nil, fmt.Errorf("%s: %w", method, r.Err)
 		}
 		return r.Result, nil
-	case <-a.done:
+	case <-a.p.Done():
 		select {
 		case r := <-ch:
 			if r.Err != nil {
@@ -304,19 +279,10 @@ func (a *agentProc) updates(sessionID string) []update {
 	return append([]update(nil), a.trace(sessionID).updates...)
 }
 
-// read dispatches the agent's stdout until it ends.
-func (a *agentProc) read(stdout io.ReadCloser) {
-	defer close(a.done)
-	defer stdout.Close()
-	sc := bufio.NewScanner(stdout)
-	sc.Buffer(make([]byte, 0, 1<<16), 64<<20)
-	for sc.Scan() {
-		a.dispatch(sc.Bytes())
-	}
-}
-
-// dispatch handles one line of the agent's stdout.
-func (a *agentProc) dispatch(line []byte) {
+// dispatch attributes one line of the agent's stdout: updates to their
+// session's trace, responses to their pending request. It leaves agent
+// requests to the client (false).
+func (a *agentProc) dispatch(line []byte) (handled bool) {
 	var m struct {
 		ID     json.RawMessage `json:"id"`
 		Method string          `json:"method"`
@@ -328,7 +294,7 @@ func (a *agentProc) dispatch(line []byte) {
 		a.mu.Lock()
 		a.strays = append(a.strays, "not JSON-RPC: "+string(line))
 		a.mu.Unlock()
-		return
+		return true
 	}
 	switch {
 	case m.Method == "session/update":
@@ -350,7 +316,7 @@ func (a *agentProc) dispatch(line []byte) {
 			Status: p.Update.Status, Text: p.Update.Content.Text, Request: tr.open})
 		a.mu.Unlock()
 	case m.Method != "" && len(m.ID) > 0:
-		go a.answer(m.ID, m.Method, m.Params)
+		return false
 	case len(m.ID) > 0:
 		id, err := strconv.ParseInt(string(m.ID), 10, 64)
 		a.mu.Lock()
@@ -359,7 +325,7 @@ func (a *agentProc) dispatch(line []byte) {
 		if err != nil || p == nil {
 			a.strays = append(a.strays, fmt.Sprintf("response to no pending request (id %s, seen %d times)", m.ID, a.answered[id]))
 			a.mu.Unlock()
-			return
+			return true
 		}
 		delete(a.pending, id)
 		if tr := a.sessions[p.session]; p.session != "" && tr != nil && tr.open == id {
@@ -368,36 +334,20 @@ func (a *agentProc) dispatch(line []byte) {
 		a.mu.Unlock()
 		p.ch <- response{Result: m.Result, Err: m.Error}
 	}
+	return true
 }
 
-// answer serves an agent→client request like an editor would.
-func (a *agentProc) answer(id json.RawMessage, method string, params json.RawMessage) {
-	msg := map[string]any{"jsonrpc": "2.0", "id": id}
-	switch method {
-	case "session/request_permission":
-		var p struct {
-			SessionID string `json:"sessionId"`
-			Options   []struct {
-				OptionID string `json:"optionId"`
-				Kind     string `json:"kind"`
-			} `json:"options"`
-		}
-		_ = json.Unmarshal(params, &p)
-		a.mu.Lock()
-		a.permissions++
-		cancelled := a.trace(p.SessionID).cancelled
-		a.mu.Unlock()
-		outcome := map[string]any{"outcome": "cancelled"}
-		for _, o := range p.Options {
-			if o.Kind == "allow_once" && !cancelled {
-				outcome = map[string]any{"outcome": "selected", "optionId": o.OptionID}
-			}
-		}
-		msg["result"] = map[string]any{"outcome": outcome}
-	default:
-		msg["error"] = rpcError{Code: -32601, Message: "method not found: " + method}
+// permission answers a permission request like an editor user would:
+// allow once, or cancelled once the session's prompt was cancelled.
+func (a *agentProc) permission(p acpclient.PermissionRequest) string {
+	a.mu.Lock()
+	a.permissions++
+	cancelled := a.trace(p.SessionID).cancelled
+	a.mu.Unlock()
+	if cancelled {
+		return ""
 	}
-	_ = a.send(msg)
+	return p.Option("allow_once")
 }
 
 // strayResponses returns responses that matched no pending request.
@@ -432,47 +382,27 @@ func (a *agentProc) memory() (rss, hwm int64, err error) {
 // crash kills the agent with SIGKILL, like a crash would, then kills what
 // is left of its process group (commands it was running).
 func (a *agentProc) crash() {
-	_ = syscall.Kill(a.pid(), syscall.SIGKILL)
-	_ = a.cmd.Wait()
-	_ = syscall.Kill(-a.pid(), syscall.SIGKILL)
-	a.drain()
+	if err := a.p.Kill(); err != nil {
+		a.t.Errorf("%v", err)
+	}
 	a.mu.Lock()
-	a.closed = true
+	a.closed, a.crashed = true, true
 	a.mu.Unlock()
 }
 
 // close ends stdin, the way an editor quits, and waits for the agent to
 // exit; it reports the exit error.
 func (a *agentProc) close() error {
-	_ = a.stdin.Close()
-	exited := make(chan error, 1)
-	go func() { exited <- a.cmd.Wait() }()
-	var err error
-	select {
-	case err = <-exited:
-	case <-time.After(20 * time.Second):
-		_ = syscall.Kill(a.pid(), syscall.SIGKILL)
-		err = fmt.Errorf("agent did not exit within 20 s of stdin closing: %w", <-exited)
-	}
-	_ = syscall.Kill(-a.pid(), syscall.SIGKILL)
-	a.drain()
+	err := a.p.Close(20 * time.Second)
 	a.mu.Lock()
 	a.closed = true
 	a.mu.Unlock()
 	return err
 }
 
-// drain waits until stdout has been read to its end (every process that
-// held it is gone), for at most 5 s.
-func (a *agentProc) drain() {
-	select {
-	case <-a.done:
-	case <-time.After(5 * time.Second):
-		a.t.Errorf("agent stdout still open 5 s after the agent exited")
-	}
-}
-
-// kill is the cleanup of an agent the test did not stop.
+// kill is the cleanup of an agent: it crashes one the test did not stop,
+// then validates every frame the agent wrote (the last line of a crashed
+// agent may be cut).
 func (a *agentProc) kill() {
 	a.mu.Lock()
 	closed := a.closed
@@ -480,30 +410,28 @@ func (a *agentProc) kill() {
 	if !closed {
 		a.crash()
 	}
-}
-
-// tailBuffer keeps the last max bytes written (the agent's stderr).
-type tailBuffer struct {
-	mu  sync.Mutex
-	max int
-	b   []byte
-}
-
-func (t *tailBuffer) Write(p []byte) (int, error) {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	t.b = append(t.b, p...)
-	if over := len(t.b) - t.max; over > 0 {
-		t.b = append(t.b[:0], t.b[over:]...)
+	a.mu.Lock()
+	crashed := a.crashed
+	a.mu.Unlock()
+	last := a.p.Len() - 1
+	for _, err := range a.p.Check() {
+		var fe *acpclient.FrameError
+		if crashed && errors.As(err, &fe) && fe.Index == last {
+			continue // the kill may have cut the last line
+		}
+		a.t.Errorf("%v", err)
 	}
-	return len(p), nil
 }
+
+// stderrTail is the tail of the agent's stderr.
+type stderrTail struct{ p *acpclient.Process }
 
 // hint is the tail of stderr for failure messages.
-func (t *tailBuffer) hint() string {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	s := strings.TrimSpace(string(t.b))
+func (t stderrTail) hint() string {
+	if t.p == nil {
+		return ""
+	}
+	s := t.p.Stderr()
 	if s == "" {
 		return ""
 	}

@@ -3,6 +3,7 @@ package acpclient
 import (
 	"bytes"
 	"encoding/json"
+	"errors"
 	"fmt"
 
 	"github.com/dsh-acp/dsh-acp/internal/acpschema"
@@ -16,12 +17,29 @@ type Reporter interface {
 // unstableMarkers mark frames only the unstable schema describes.
 var unstableMarkers = [][]byte{[]byte(`"sessionUpdate":"subagent_update"`)}
 
+// FrameError is one bad line the agent wrote.
+type FrameError struct {
+	// Index is the line's index among the received lines.
+	Index int
+	Line  []byte
+	Err   error
+}
+
+// Error implements error.
+func (e *FrameError) Error() string {
+	return fmt.Sprintf("agent frame fails the ACP contract: %v\nframe: %s", e.Err, acpschema.ClipLine(e.Line))
+}
+
+// Unwrap returns the violation.
+func (e *FrameError) Unwrap() error { return e.Err }
+
 // Check validates every line the agent wrote so far: each ends with "\n",
 // and (with Options.Schema) its envelope key order, the absence of HTML
 // escapes and its payload against the ACP schema (acpschema.CheckFrame).
 // A response is checked as the answer to the method sent with its id
 // (the methods sent with one id answer in order; an error with a null id
-// answers none). It returns one error per bad line, nil when all are good.
+// answers none). It returns a *FrameError per violation, nil when every
+// line is good.
 func (c *Conn) Check() []error {
 	c.mu.Lock()
 	lines := append([]Line(nil), c.lines...)
@@ -31,12 +49,14 @@ func (c *Conn) Check() []error {
 	}
 	c.mu.Unlock()
 	var errs []error
+	index := -1
 	for _, l := range lines {
 		if l.Dir != Received {
 			continue
 		}
+		index++
 		if l.NoEOL {
-			errs = append(errs, fmt.Errorf("frame not terminated by \\n: %s", acpschema.ClipLine(l.Data)))
+			errs = append(errs, &FrameError{Index: index, Line: l.Data, Err: errors.New(`not terminated by \n`)})
 		}
 		if c.opts.Schema == nil {
 			continue
@@ -52,7 +72,7 @@ func (c *Conn) Check() []error {
 			v = c.opts.Unstable
 		}
 		if err := v.CheckFrame(l.Data, method); err != nil {
-			errs = append(errs, fmt.Errorf("agent frame fails the ACP contract: %w\nframe: %s", err, acpschema.ClipLine(l.Data)))
+			errs = append(errs, &FrameError{Index: index, Line: l.Data, Err: err})
 		}
 	}
 	return errs

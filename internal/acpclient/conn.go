@@ -305,7 +305,8 @@ func (c *Conn) Send(v any) error {
 
 // SendLines writes the lines, each followed by "\n", in one write. The id
 // and method of each request among them are remembered, for Check to
-// validate the responses.
+// validate the responses. The transcript keeps the lines themselves: do
+// not modify them afterwards.
 func (c *Conn) SendLines(lines ...[]byte) error {
 	var b bytes.Buffer
 	for _, l := range lines {
@@ -317,7 +318,9 @@ func (c *Conn) SendLines(lines ...[]byte) error {
 }
 
 // Write writes b as is (a byte-exact script: several lines, partial lines,
-// garbage). Requests in it are not remembered; see Expect.
+// garbage). Requests in it are not remembered; see Expect. The transcript
+// keeps b itself, uncopied (a test sending 64 MiB allocates nothing for
+// it): do not modify it afterwards.
 func (c *Conn) Write(b []byte) (int, error) {
 	if err := c.write(b, [][]byte{b}); err != nil {
 		return 0, err
@@ -332,7 +335,7 @@ func (c *Conn) write(b []byte, record [][]byte) error {
 		now := time.Now()
 		c.mu.Lock()
 		for _, l := range record {
-			c.lines = append(c.lines, Line{Dir: Sent, Data: bytes.Clone(l), At: now})
+			c.lines = append(c.lines, Line{Dir: Sent, Data: l, At: now})
 		}
 		c.mu.Unlock()
 	}
@@ -362,12 +365,9 @@ func (c *Conn) Expect(id, method string) {
 	c.mu.Unlock()
 }
 
-// CloseWrite closes the agent's input: the client's EOF.
-func (c *Conn) CloseWrite() error {
-	c.wmu.Lock()
-	defer c.wmu.Unlock()
-	return c.w.Close()
-}
+// CloseWrite closes the agent's input: the client's EOF. It does not wait
+// for a write in progress (that write fails instead).
+func (c *Conn) CloseWrite() error { return c.w.Close() }
 
 // Done is closed when the agent's output has ended and been read.
 func (c *Conn) Done() <-chan struct{} { return c.done }

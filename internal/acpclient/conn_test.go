@@ -137,6 +137,9 @@ func TestCheckFindsViolations(t *testing.T) {
 	assert.ErrorContains(t, errs[1], `\u003c`)
 	assert.ErrorContains(t, errs[2], "SessionNotification")
 	assert.ErrorContains(t, errs[3], `not terminated by \n`)
+	var fe *acpclient.FrameError
+	require.ErrorAs(t, errs[3], &fe)
+	assert.Equal(t, 4, fe.Index)
 
 	// A response is checked against its request's method: a prompt's
 	// answer is no answer to session/new.
