@@ -363,19 +363,22 @@ func TestIdleTimeoutCountsKeepAlives(t *testing.T) {
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Content-Type", "text/event-stream")
 		f := w.(http.Flusher)
-		for range 8 { // 8 × 40 ms of keep-alives, well past the 100 ms idle timeout
+		// 24 × 25 ms of keep-alives, past the 500 ms idle timeout; the wide
+		// margin keeps a loaded machine's scheduling delays from looking
+		// like silence.
+		for range 24 {
 			_, _ = io.WriteString(w, ": keep-alive\n\n")
 			f.Flush()
 			select {
 			case <-r.Context().Done():
 				return
-			case <-time.After(40 * time.Millisecond):
+			case <-time.After(25 * time.Millisecond):
 			}
 		}
 		_, _ = io.WriteString(w, sseOK)
 	}))
 	defer srv.Close()
-	p := New(Config{BaseURL: srv.URL, IdleTimeout: 100 * time.Millisecond, MaxRetries: -1})
+	p := New(Config{BaseURL: srv.URL, IdleTimeout: 500 * time.Millisecond, MaxRetries: -1})
 	lines, err := collect(t, p.Stream(context.Background(), simpleRequest()))
 	require.NoError(t, err)
 	require.Equal(t, okChunks, lines)
