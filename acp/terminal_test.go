@@ -326,6 +326,19 @@ func isResponse(id string) func(WireFrame) bool {
 	return func(f WireFrame) bool { return f.Method == "" && string(f.ID) == id }
 }
 
+func isMethod(method string) func(WireFrame) bool {
+	return func(f WireFrame) bool { return f.Method == method }
+}
+
+// both holds once a and b have each held for some frame (in either order).
+func both(a, b func(WireFrame) bool) func(WireFrame) bool {
+	var sawA, sawB bool
+	return func(f WireFrame) bool {
+		sawA, sawB = sawA || a(f), sawB || b(f)
+		return sawA && sawB
+	}
+}
+
 func TestClientTerminalRunsTheConfinedCommand(t *testing.T) {
 	b := &sandbox.Bwrap{}
 	if _, err := b.Probe(context.Background()); err != nil {
@@ -336,9 +349,7 @@ func TestClientTerminalRunsTheConfinedCommand(t *testing.T) {
 	outside := filepath.Join(suiteOutside(t), "escaped")
 	cmd := `echo "hello [$CLIENT_SECRET_TOKEN] [$AGENT_SECRET_TOKEN]"; echo in > made; echo out > ` + outside
 	h.Send(RequestLine("7", "session/prompt", PromptParams(sid, bashArgs(cmd, ""))))
-	c.until(isResponse("7"))
-	// The release follows the result's card.
-	c.until(func(f WireFrame) bool { return f.Method == "terminal/release" })
+	c.until(both(isResponse("7"), isMethod("terminal/release")))
 
 	require.Equal(t, []string{"terminal/create", "terminal/wait_for_exit", "terminal/output", "terminal/release"}, c.methods())
 	var create CreateTerminalRequest
@@ -428,8 +439,7 @@ func TestClientTerminalTimeoutKillsThenReleases(t *testing.T) {
 	h, c, ba, ws := terminalWire(t, nil, Options{ClientTerminals: true, LiveOutput: true}, `{"terminal":true}`)
 	sid := h.NewSession(ws)
 	h.Send(RequestLine("7", "session/prompt", PromptParams(sid, bashArgs("echo begun; sleep 30", `,"timeoutMs":300`))))
-	c.until(isResponse("7"))
-	c.until(func(f WireFrame) bool { return f.Method == "terminal/release" })
+	c.until(both(isResponse("7"), isMethod("terminal/release")))
 	require.Equal(t, []string{"terminal/create", "terminal/wait_for_exit", "terminal/kill", "terminal/output", "terminal/release"}, c.methods())
 	require.Equal(t, "begun\n[timed out after 300ms]\n[killed by signal: SIGKILL]", lastResult(t, ba.first().Log()))
 }
@@ -440,8 +450,7 @@ func TestClientTerminalCancelKillsThenReleases(t *testing.T) {
 	h.Send(RequestLine("7", "session/prompt", PromptParams(sid, bashArgs("sleep 30", ""))))
 	c.until(func(f WireFrame) bool { return f.Method == "terminal/wait_for_exit" })
 	h.Send(NotificationLine("session/cancel", `{"sessionId":`+JSONQuote(sid)+`}`))
-	c.until(isResponse("7"))
-	c.until(func(f WireFrame) bool { return f.Method == "terminal/release" })
+	c.until(both(isResponse("7"), isMethod("terminal/release")))
 	require.Equal(t, []string{"terminal/create", "terminal/wait_for_exit", "terminal/kill", "terminal/release"}, c.methods())
 	<-c.terms["term-1"].done
 }

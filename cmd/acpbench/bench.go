@@ -42,6 +42,8 @@ type runner struct {
 	work    string        // parent of the per-iteration workspaces
 	trace   string        // directory of stdout copies, "" for none
 	traced  int
+	mcp     *mcpFleet // the MCP case's HTTP servers (nil: no MCP case)
+	mcpTags int
 }
 
 func ms(d time.Duration) float64 { return float64(d) / float64(time.Millisecond) }
@@ -85,6 +87,7 @@ func (r *runner) session(ctx context.Context, a *agent, s sample) (*client, stri
 		return c, "", ws, err
 	}
 	s["spawn_to_initialize_ms"] = ms(init.at.Sub(c.started))
+	c.initResult = init.result
 	sent, res, err := c.call(step, "session/new", map[string]any{"cwd": ws, "mcpServers": []any{}})
 	if err != nil {
 		return c, "", ws, err
@@ -249,6 +252,14 @@ func (r *runner) iterate(ctx context.Context, a *agent) (s sample, err error) {
 	}
 	s["cancel_to_reply_ms"] = ms(res.at.Sub(cancelled))
 	s["rss_after_turns_mb"] = mb(treeMemory(c.pid()).Current)
+
+	// A second session with three MCP servers (after the RSS figures:
+	// a stdio server joins the agent's process tree).
+	if r.mcp != nil {
+		if err := r.mcpSession(ctx, c, ws, s); err != nil {
+			return s, err
+		}
+	}
 
 	_ = c.close(r.grace)
 	s["stdout_kb"] = float64(c.stdoutBytes.Load()) / 1024

@@ -101,7 +101,8 @@ type client struct {
 	done        chan struct{}
 	closeOnce   sync.Once
 	closeErr    error
-	trace       io.WriteCloser // copy of stdout, or nil
+	trace       io.WriteCloser  // copy of stdout, or nil
+	initResult  json.RawMessage // the initialize result
 }
 
 // spawn starts argv in dir with env, in its own process group; trace,
@@ -379,8 +380,10 @@ func (c *client) serve(method string, params json.RawMessage) (any, *rpcError) {
 		}
 		b, err := os.ReadFile(p.Path)
 		if errors.Is(err, os.ErrNotExist) {
-			// An editor opens a missing path as a new, empty buffer.
-			return map[string]any{"content": ""}, nil
+			// As Zed answers for a path with no file and no buffer (the
+			// agent takes it for a new file).
+			data, _ := json.Marshal(map[string]string{"uri": p.Path})
+			return nil, &rpcError{Code: -32002, Message: "Resource not found", Data: data}
 		}
 		if err != nil {
 			return nil, &rpcError{Code: -32603, Message: err.Error()}

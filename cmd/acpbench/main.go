@@ -4,7 +4,8 @@
 // For every agent it repeats, after warm-up runs: spawn the agent,
 // initialize, session/new, one text turn, one tool turn that creates a
 // file (answering session/request_permission and fs/* like an editor),
-// and a turn cancelled mid-stream. It reports the median and spread of
+// a turn cancelled mid-stream, and a second session/new listing three real
+// MCP servers (-no-mcp skips it). It reports the median and spread of
 // each timing, the RSS of the agent's process tree and the bytes it wrote
 // to stdout, with ratios to the first agent; then a streaming stress of
 // one long reply. Output is a table (text or Markdown) and JSON.
@@ -68,6 +69,7 @@ type config struct {
 	cpuProfile   string
 	dump         string
 	trace        string
+	noMCP        bool
 }
 
 func parseFlags(args []string, stderr io.Writer) (*config, error) {
@@ -90,6 +92,7 @@ func parseFlags(args []string, stderr io.Writer) (*config, error) {
 	fs.BoolVar(&c.quiet, "q", false, "no progress on stderr")
 	fs.StringVar(&c.dump, "dump", "", "write every request the mock receives to this directory")
 	fs.StringVar(&c.trace, "trace", "", "write a copy of each agent run's stdout to this directory")
+	fs.BoolVar(&c.noMCP, "no-mcp", false, "skip the MCP case (a second session/new listing three real MCP servers)")
 	fs.StringVar(&c.cpuProfile, "cpuprofile", "", "write acpbench's own CPU profile (client and mock) to this file")
 	if err := fs.Parse(args); err != nil {
 		return nil, err
@@ -201,6 +204,12 @@ func bench(ctx context.Context, cfg *config, stderr io.Writer) (*report, error) 
 		}
 	}
 	r := &runner{mock: mock, timeout: cfg.timeout, grace: 5 * time.Second, work: work, trace: cfg.trace}
+	if !cfg.noMCP {
+		if r.mcp, err = newMCPFleet(); err != nil {
+			return nil, err
+		}
+		defer r.mcp.close()
+	}
 	progress := func(format string, args ...any) {
 		if !cfg.quiet {
 			fmt.Fprintf(stderr, format+"\n", args...)
@@ -232,8 +241,8 @@ func bench(ctx context.Context, cfg *config, stderr io.Writer) (*report, error) 
 				}
 				continue
 			}
-			progress("%s: %s: init %.1f ms, session/new %.1f ms, text %.1f ms, tool %.1f ms, cancel %.1f ms, RSS %.1f MB",
-				a.Name, what, s["spawn_to_initialize_ms"], s["session_new_ms"], s["text_turn_ms"], s["tool_turn_ms"],
+			progress("%s: %s: init %.1f ms, session/new %.2f ms (3 MCP servers: %.2f ms), text %.1f ms, tool %.1f ms, cancel %.1f ms, RSS %.1f MB",
+				a.Name, what, s["spawn_to_initialize_ms"], s["session_new_ms"], s["session_new_mcp_ms"], s["text_turn_ms"], s["tool_turn_ms"],
 				s["cancel_to_reply_ms"], s["rss_after_turns_mb"])
 			if i < cfg.warmup {
 				continue

@@ -6,6 +6,8 @@ import (
 	"io"
 	"os"
 	"runtime"
+	"slices"
+	"strconv"
 	"strings"
 )
 
@@ -100,6 +102,10 @@ func writeReport(w io.Writer, rep *report, markdown bool) {
 		cols[i] = column{name: a.Name, metrics: a.Metrics}
 	}
 	write(w, buildTable(metrics, cols))
+	if rows := distribution(rep.Agents); len(rows) > 1 {
+		fmt.Fprintf(w, "\nsession/new latency distribution (ms)\n\n")
+		write(w, rows)
+	}
 	for _, a := range rep.Agents {
 		if len(a.Errors) > 0 {
 			fmt.Fprintf(w, "\n%s: %d of %d iterations failed:\n", a.Name, len(a.Errors), rep.N)
@@ -122,6 +128,33 @@ func writeReport(w io.Writer, rep *report, markdown bool) {
 			fmt.Fprintf(w, "%s: stress: %s\n", s.Name, e)
 		}
 	}
+}
+
+// distributionKeys are the metrics whose whole distribution is shown,
+// with their labels there.
+var distributionKeys = []struct{ key, label string }{
+	{"session_new_ms", "first session"},
+	{"session_new_again_ms", "later session, no MCP server"},
+	{"session_new_mcp_ms", "later session, 3 MCP servers"},
+}
+
+// distribution is a table of the session/new latencies' quantiles per
+// agent (the header row alone when none were measured).
+func distribution(agents []agentReport) [][]string {
+	rows := [][]string{{"agent", "session/new", "n", "min", "p25", "median", "p75", "p90", "max"}}
+	for _, a := range agents {
+		for _, d := range distributionKeys {
+			s := a.Metrics[d.key]
+			if s.N == 0 {
+				continue
+			}
+			sorted := slices.Sorted(slices.Values(s.Samples))
+			label := d.label
+			f := func(v float64) string { return strconv.FormatFloat(v, 'f', 2, 64) }
+			rows = append(rows, []string{a.Name, label, strconv.Itoa(s.N), f(s.Min), f(s.P25), f(s.Median), f(s.P75), f(quantile(sorted, 0.9)), f(s.Max)})
+		}
+	}
+	return rows
 }
 
 // plural is "1 run", "3 runs".

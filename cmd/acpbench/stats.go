@@ -86,6 +86,9 @@ type metric struct {
 var metrics = []metric{
 	{"spawn_to_initialize_ms", "spawn → initialize", "ms", &Target{Less: true, Value: 10}},
 	{"session_new_ms", "session/new", "ms", &Target{Less: true, Value: 5}},
+	{"session_new_again_ms", "session/new, later session", "ms", nil},
+	{"session_new_mcp_ms", "session/new, 3 MCP servers", "ms", &Target{Less: true, Value: 1}},
+	{"mcp_connected_ms", "  → all 3 connected", "ms", nil},
 	{"first_chunk_ms", "first agent chunk (text turn)", "ms", nil},
 	{"text_turn_ms", "text turn", "ms", nil},
 	{"mock_text_ms", "  of which mock LLM", "ms", nil},
