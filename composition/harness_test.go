@@ -1,15 +1,11 @@
 package composition_test
 
 import (
-	"bufio"
-	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"iter"
-	"maps"
 	"os"
 	"path/filepath"
 	"strings"
@@ -17,13 +13,13 @@ import (
 	"testing"
 	"time"
 
-	"github.com/dsh-acp/dsh-acp/agent"
-
 	"github.com/rs/zerolog"
 	"github.com/stretchr/testify/require"
 
+	"github.com/dsh-acp/dsh-acp/agent"
 	"github.com/dsh-acp/dsh-acp/agent/llm"
 	"github.com/dsh-acp/dsh-acp/composition"
+	"github.com/dsh-acp/dsh-acp/internal/acpclient"
 	"github.com/dsh-acp/dsh-acp/internal/acpschema"
 	"github.com/dsh-acp/dsh-acp/sandbox"
 	"github.com/dsh-acp/dsh-acp/session"
@@ -254,7 +250,7 @@ func (p *scriptedProvider) Stream(ctx context.Context, req *llm.Request) iter.Se
 }
 
 // ---------------------------------------------------------------------------
-// Scripted ACP client.
+// Scripted ACP client: an acpclient.Conn with the helpers these tests use.
 
 // frame is one JSON-RPC message.
 type frame struct {
@@ -272,26 +268,31 @@ type agentAnswer func(method string, params json.RawMessage) any
 // noReply, returned by an agentAnswer, leaves the agent's request unanswered.
 type noReply struct{}
 
-// client is a minimal ACP client: numbered requests, recorded inbound lines,
-// scripted answers to the agent's requests.
-type client struct {
-	t  *testing.T
-	in io.WriteCloser
-
-	wmu sync.Mutex
-
-	mu      sync.Mutex
-	nextID  int
-	pending map[string]chan frame
-	methods map[string]string // request id → method, for validation
-	lines   []string          // every line the agent wrote, in order
-	answer  agentAnswer
+// fallback turns an agentAnswer into the client's handler of the requests
+// no other handler takes.
+func (a agentAnswer) fallback() acpclient.Handler {
+	return func(_ context.Context, req acpclient.Request) (any, error) {
+		var res any
+		if a != nil {
+			res = a(req.Method, req.Params)
+		}
+		switch res.(type) {
+		case noReply:
+			return acpclient.NoReply, nil
+		case nil:
+			return nil, &acpclient.Error{Code: acpclient.CodeMethodNotFound, Message: "Method not found: " + req.Method}
+		}
+		return res, nil
+	}
 }
 
-func newClient(t *testing.T, in io.WriteCloser, out io.Reader, answer agentAnswer) *client {
-	c := &client{t: t, in: in, pending: map[string]chan frame{}, methods: map[string]string{}, answer: answer}
-	go c.read(out)
-	return c
+// client is the scripted ACP client of a server: numbered requests (from
+// 0), recorded inbound lines, scripted answers to the agent's requests.
+type client struct {
+	t *testing.T
+	// conn is the connection (its transcript, and the FS and Terminals it
+	// hosts when serveClient was given them).
+	conn *acpclient.Conn
 }
 
 var (
@@ -304,115 +305,39 @@ var (
 	unstableErr  error
 )
 
-// validate checks every frame the agent wrote against the ACP schema
-// (envelope key order, no HTML escapes, the payload's type).
-func (c *client) validate() {
-	c.t.Helper()
+// schemas returns the stable ACP schema and the unstable one (frames only
+// clients that advertise an unstable capability get are checked against it).
+func schemas(t *testing.T) (*acpschema.Validator, *acpschema.Validator) {
+	t.Helper()
 	schemaOnce.Do(func() { schema, schemaErr = acpschema.Stable() })
-	require.NoError(c.t, schemaErr)
-	c.mu.Lock()
-	lines := append([]string(nil), c.lines...)
-	methods := maps.Clone(c.methods)
-	c.mu.Unlock()
-	for _, l := range lines {
-		var f frame
-		if json.Unmarshal([]byte(l), &f) != nil {
-			continue
-		}
-		method := f.Method
-		if method == "" {
-			method = methods[string(f.ID)]
-		}
-		v := schema
-		if strings.Contains(l, `"sessionUpdate":"subagent_update"`) {
-			// Announced only to clients that advertise the unstable
-			// subagents capability: checked against the unstable schema.
-			unstableOnce.Do(func() { unstable, unstableErr = acpschema.Unstable() })
-			require.NoError(c.t, unstableErr)
-			v = unstable
-		}
-		if err := v.CheckFrame([]byte(l), method); err != nil {
-			c.t.Errorf("agent frame fails the ACP schema: %v\nframe: %s", err, acpschema.ClipLine([]byte(l)))
-		}
-	}
-}
-
-func (c *client) read(out io.Reader) {
-	r := bufio.NewReaderSize(out, 1<<20)
-	for {
-		line, err := r.ReadBytes('\n')
-		line = bytes.TrimSpace(line)
-		if len(line) > 0 {
-			c.mu.Lock()
-			c.lines = append(c.lines, string(line))
-			c.mu.Unlock()
-			c.dispatch(line)
-		}
-		if err != nil {
-			c.mu.Lock()
-			for id, ch := range c.pending {
-				close(ch)
-				delete(c.pending, id)
-			}
-			c.mu.Unlock()
-			return
-		}
-	}
-}
-
-func (c *client) dispatch(line []byte) {
-	var f frame
-	if json.Unmarshal(line, &f) != nil {
-		return
-	}
-	hasID := len(f.ID) > 0 && string(f.ID) != "null"
-	switch {
-	case f.Method != "" && hasID:
-		var res any
-		if c.answer != nil {
-			res = c.answer(f.Method, f.Params)
-		}
-		if _, ok := res.(noReply); ok {
-			return
-		}
-		if res == nil {
-			c.send(map[string]any{"jsonrpc": "2.0", "id": f.ID, "error": map[string]any{"code": -32601, "message": "Method not found: " + f.Method}})
-			return
-		}
-		c.send(map[string]any{"jsonrpc": "2.0", "id": f.ID, "result": res})
-	case f.Method != "":
-	default:
-		c.mu.Lock()
-		ch := c.pending[string(f.ID)]
-		delete(c.pending, string(f.ID))
-		c.mu.Unlock()
-		if ch != nil {
-			ch <- f
-		}
-	}
+	require.NoError(t, schemaErr)
+	unstableOnce.Do(func() { unstable, unstableErr = acpschema.Unstable() })
+	require.NoError(t, unstableErr)
+	return schema, unstable
 }
 
 func (c *client) send(v any) {
-	b, err := json.Marshal(v)
-	if err != nil {
-		panic(err)
-	}
-	c.wmu.Lock()
-	defer c.wmu.Unlock()
-	_, _ = c.in.Write(append(b, '\n'))
+	require.NoError(c.t, c.conn.Send(v))
 }
 
 // request sends a request and returns its id and the channel its response
-// arrives on.
+// arrives on (closed if the agent's output ends first).
 func (c *client) request(method string, params any) (int, <-chan frame) {
-	c.mu.Lock()
-	id := c.nextID
-	c.nextID++
+	k, err := c.conn.Start(method, params)
+	require.NoError(c.t, err)
+	var id int
+	require.NoError(c.t, json.Unmarshal(k.ID, &id))
 	ch := make(chan frame, 1)
-	c.pending[fmt.Sprint(id)] = ch
-	c.methods[fmt.Sprint(id)] = method
-	c.mu.Unlock()
-	c.send(map[string]any{"jsonrpc": "2.0", "id": id, "method": method, "params": params})
+	go func() {
+		f, err := k.Wait(context.Background())
+		if err != nil {
+			close(ch)
+			return
+		}
+		var fr frame
+		_ = json.Unmarshal(f.Raw, &fr)
+		ch <- fr
+	}()
 	return id, ch
 }
 
@@ -439,21 +364,19 @@ func (c *client) call(method string, params any) json.RawMessage {
 }
 
 // snapshot returns the agent's lines so far.
-func (c *client) snapshot() []string {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return append([]string(nil), c.lines...)
-}
+func (c *client) snapshot() []string { return strs(c.conn.Received()) }
 
 // since returns the agent's lines written after mark lines.
-func (c *client) since(mark int) []string {
-	return c.snapshot()[mark:]
-}
+func (c *client) since(mark int) []string { return strs(c.conn.Since(mark)) }
 
-func (c *client) mark() int {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return len(c.lines)
+func (c *client) mark() int { return c.conn.Len() }
+
+func strs(lines [][]byte) []string {
+	out := make([]string, len(lines))
+	for i, l := range lines {
+		out[i] = string(l)
+	}
+	return out
 }
 
 // updates returns the session/update payloads for sid among lines.
@@ -518,6 +441,15 @@ func serve(t *testing.T, name string, store session.Store, launchDir string, p *
 // serveWith is serve with the server options adjusted by opt.
 func serveWith(t *testing.T, name string, store session.Store, launchDir string, p *scriptedProvider, clientCaps any, answer agentAnswer, opt func(*composition.ServerOptions)) *server {
 	t.Helper()
+	return serveClient(t, name, store, launchDir, p, acpclient.Options{ClientCapabilities: clientCaps, Fallback: answer.fallback()}, opt)
+}
+
+// serveClient is serveWith with the client's own options: an editor that
+// hosts files (copts.FS) or terminals (copts.Terminals), answers the
+// agent's requests with copts.Handlers, and advertises what it hosts
+// (unless copts.ClientCapabilities says otherwise).
+func serveClient(t *testing.T, name string, store session.Store, launchDir string, p *scriptedProvider, copts acpclient.Options, opt func(*composition.ServerOptions)) *server {
+	t.Helper()
 	comp, ok := composition.Builtin(name)
 	require.True(t, ok, name)
 	confiner, err := sandbox.NewDefaultProvider()
@@ -534,21 +466,17 @@ func serveWith(t *testing.T, name string, store session.Store, launchDir string,
 		opt(&so)
 	}
 	srv := comp.NewServer(so)
-	inR, inW := io.Pipe()
-	outR, outW := io.Pipe()
-	done := make(chan struct{})
-	go func() {
-		_ = srv.Serve(context.Background(), inR, outW)
-		_ = outW.Close()
-		close(done)
-	}()
-	c := newClient(t, inW, outR, answer)
+	if copts.Schema == nil {
+		copts.Schema, copts.Unstable = schemas(t)
+	}
+	conn := acpclient.Serve(srv.Serve, copts)
+	c := &client{t: t, conn: conn}
 	var once sync.Once
 	stop := func() {
 		once.Do(func() {
-			_ = inW.Close()
+			_ = conn.CloseWrite()
 			select {
-			case <-done:
+			case <-conn.Stopped():
 			case <-time.After(waitFor):
 				t.Errorf("server did not stop within %s after stdin closed", waitFor)
 			}
@@ -556,9 +484,17 @@ func serveWith(t *testing.T, name string, store session.Store, launchDir string,
 	}
 	t.Cleanup(func() {
 		stop()
-		c.validate()
+		select {
+		case <-conn.Done():
+		case <-time.After(waitFor):
+			t.Errorf("the server's output did not end within %s of its stop", waitFor)
+		}
+		conn.Report(t)
 	})
-	c.call("initialize", map[string]any{"protocolVersion": 1, "clientCapabilities": clientCaps})
+	ctx, cancel := context.WithTimeout(context.Background(), waitFor)
+	defer cancel()
+	_, err = conn.Initialize(ctx)
+	require.NoError(t, err, "initialize")
 	return &server{c: c, stop: stop}
 }
 
