@@ -127,18 +127,19 @@ type Conn struct {
 	// exited); done when there is no such event.
 	stopped <-chan struct{}
 
-	mu       sync.Mutex
-	changed  chan struct{} // closed and replaced whenever a line arrives
-	lines    []Line
-	received []int               // indexes into lines of the received ones
-	methods  map[string][]string // raw request id → methods sent with it
-	pending  map[string]*Call
-	updates  []Update
-	requests []Request
-	strays   []string
-	readErr  error
-	serveErr error
-	nextID   int64
+	mu        sync.Mutex
+	changed   chan struct{} // closed and replaced whenever a line arrives
+	lines     []Line
+	received  []int               // indexes into lines of the received ones
+	nreceived int                 // lines received (kept or not)
+	methods   map[string][]string // raw request id → methods sent with it
+	pending   map[string]*Call
+	updates   []Update
+	requests  []Request
+	strays    []string
+	readErr   error
+	serveErr  error
+	nextID    int64
 }
 
 // New connects to an agent that reads w and writes r; it reads r until it
@@ -189,7 +190,10 @@ func (c *Conn) ServeErr() error {
 	return c.serveErr
 }
 
-// Capabilities returns the clientCapabilities Initialize advertises.
+// Capabilities returns the clientCapabilities Initialize advertises:
+// Options.ClientCapabilities, else what the client hosts (fs with FS,
+// terminal with Terminals, form elicitation with an elicitation/create
+// handler) and nothing more.
 func (c *Conn) Capabilities() any {
 	if c.opts.ClientCapabilities != nil {
 		return c.opts.ClientCapabilities
@@ -200,6 +204,9 @@ func (c *Conn) Capabilities() any {
 	}
 	if c.opts.Terminals != nil {
 		caps["terminal"] = true
+	}
+	if c.opts.Handlers["elicitation/create"] != nil {
+		caps["elicitation"] = map[string]any{"form": map[string]any{}}
 	}
 	return caps
 }
@@ -427,11 +434,10 @@ func (c *Conn) receive(raw []byte, at time.Time) {
 	noEOL := raw[len(raw)-1] != '\n'
 	data := bytes.Clone(bytes.TrimSuffix(raw, []byte("\n")))
 	c.mu.Lock()
-	seq := len(c.received)
-	c.received = append(c.received, len(c.lines))
-	if c.opts.NoTranscript {
-		c.received[seq] = -1
-	} else {
+	seq := c.nreceived
+	c.nreceived++
+	if !c.opts.NoTranscript {
+		c.received = append(c.received, len(c.lines))
 		c.lines = append(c.lines, Line{Dir: Received, Data: data, At: at, NoEOL: noEOL})
 	}
 	c.mu.Unlock()

@@ -44,6 +44,31 @@ func TestExplicitCapabilitiesAreSentAsGiven(t *testing.T) {
 		string(c.Transcript()[0].Data))
 	assert.Equal(t, map[string]any{"fs": map[string]bool{"readTextFile": true, "writeTextFile": true}},
 		acpclient.New(nopCloser{}, strings.NewReader(""), acpclient.Options{FS: acpclient.NewFS("/")}).Capabilities())
+	assert.Equal(t, map[string]any{"elicitation": map[string]any{"form": map[string]any{}}},
+		acpclient.New(nopCloser{}, strings.NewReader(""), acpclient.Options{Handlers: map[string]acpclient.Handler{
+			"elicitation/create": acpclient.ElicitCancel}}).Capabilities())
+}
+
+// NoTranscript keeps nothing but still counts, dispatches and answers.
+func TestNoTranscript(t *testing.T) {
+	var seen int
+	c := connect(t, acpclient.Options{NoTranscript: true, OnReceive: func([]byte, time.Time) bool { seen++; return false }})
+	sid := newSession(t, c)
+	got := run0(t, c, sid)
+	assert.Equal(t, 3, c.Len(), "initialize, session/new and the prompt's answers")
+	assert.Equal(t, 3, seen)
+	assert.Empty(t, c.Received())
+	assert.Empty(t, c.Transcript())
+	assert.Empty(t, c.Check())
+	assert.JSONEq(t, `{"stopReason":"end_turn"}`, got)
+}
+
+// run0 prompts with an empty script and returns the result.
+func run0(t *testing.T, c *acpclient.Conn, sid string) string {
+	t.Helper()
+	res, err := c.Call(ctx(t), "session/prompt", map[string]any{"sessionId": sid, "prompt": []any{map[string]any{"type": "text", "text": "[]"}}})
+	require.NoError(t, err)
+	return string(res)
 }
 
 // Permission requests are answered by the script's kinds in order, then

@@ -27,11 +27,9 @@ func (c *Conn) Transcript() []Line {
 func (c *Conn) Received() [][]byte {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	out := make([][]byte, 0, len(c.received))
-	for _, i := range c.received {
-		if i >= 0 {
-			out = append(out, c.lines[i].Data)
-		}
+	out := make([][]byte, len(c.received))
+	for k, i := range c.received {
+		out[k] = c.lines[i].Data
 	}
 	return out
 }
@@ -42,9 +40,6 @@ func (c *Conn) Output() []byte {
 	defer c.mu.Unlock()
 	var b bytes.Buffer
 	for _, i := range c.received {
-		if i < 0 {
-			continue
-		}
 		b.Write(c.lines[i].Data)
 		if !c.lines[i].NoEOL {
 			b.WriteByte('\n')
@@ -54,16 +49,17 @@ func (c *Conn) Output() []byte {
 }
 
 // Len returns how many lines the agent wrote so far: a mark for
-// NextLine, WaitLine and Since.
+// NextLine and Since.
 func (c *Conn) Len() int {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	return len(c.received)
+	return c.nreceived
 }
 
 // Since returns the lines the agent wrote after the first mark lines.
 func (c *Conn) Since(mark int) [][]byte {
-	return c.Received()[min(mark, c.Len()):]
+	r := c.Received()
+	return r[min(mark, len(r)):]
 }
 
 // NextLine returns the agent's i-th line (from 0), waiting for it until
@@ -71,16 +67,13 @@ func (c *Conn) Since(mark int) [][]byte {
 func (c *Conn) NextLine(ctx context.Context, i int) ([]byte, error) {
 	for {
 		c.mu.Lock()
-		if i < len(c.received) {
-			j := c.received[i]
-			var data []byte
-			if j >= 0 {
-				data = c.lines[j].Data
-			}
+		if c.opts.NoTranscript {
 			c.mu.Unlock()
-			if j < 0 {
-				return nil, errors.New("acpclient: NoTranscript keeps no lines")
-			}
+			return nil, errors.New("acpclient: NoTranscript keeps no lines")
+		}
+		if i < len(c.received) {
+			data := c.lines[c.received[i]].Data
+			c.mu.Unlock()
 			return data, nil
 		}
 		wake, ended := c.changed, c.readErr != nil
