@@ -147,8 +147,9 @@ func (t *through) Open(ctx context.Context, path string) (io.ReadCloser, FileInf
 	return io.NopCloser(bytes.NewReader(b)), info, nil
 }
 
-// WriteFile implements Files: the host writes, once local has resolved the
-// path (a host write has no atomicity or mode guarantees of its own).
+// WriteFile implements Files: the host writes (local, where the host does
+// not offer writes), once local has resolved the path; a host write has
+// no atomicity or mode guarantees of its own.
 func (t *through) WriteFile(ctx context.Context, path string, data []byte) error {
 	info, err := t.local.Stat(ctx, path)
 	switch {
@@ -163,7 +164,9 @@ func (t *through) WriteFile(ctx context.Context, path string, data []byte) error
 	err = t.host.WriteText(ctx, path, string(data))
 	switch {
 	case errors.Is(err, errors.ErrUnsupported):
-		return t.local.WriteFile(ctx, path, data)
+		if err := t.local.WriteFile(ctx, path, data); err != nil {
+			return err
+		}
 	case err != nil:
 		return &fs.PathError{Op: "write", Path: path, Err: err}
 	}
