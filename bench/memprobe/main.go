@@ -131,6 +131,8 @@ type reading struct {
 	rollup  map[string]int64 // smaps_rollup, in bytes
 	maps    []mapping        // smaps, with the resident pages of the executable
 	resides []bool           // per page of the executable's mapped image, whether it is resident
+	minflt  int64            // minor page faults so far
+	cpu     time.Duration    // CPU time so far (user + system, in clock ticks of 10 ms)
 }
 
 func once(o options, mockURL, exe string, args []string, layout *layout) (run, error) {
@@ -327,6 +329,15 @@ func printRuns(w io.Writer, runs []run, timed bool) {
 	for _, k := range rollupRows {
 		row(k.label, func(p reading) int64 { return p.rollup[k.key] })
 	}
+	fmt.Fprintf(w, "| minor page faults (count) |")
+	for i := 0; i < points; i++ {
+		var xs []float64
+		for _, r := range runs {
+			xs = append(xs, float64(r.points[i].minflt))
+		}
+		fmt.Fprintf(w, " %.0f |", median(xs))
+	}
+	fmt.Fprintln(w)
 	for _, kind := range mappingKinds {
 		row("RSS "+string(kind), func(p reading) int64 {
 			var s int64

@@ -2,6 +2,7 @@ package main
 
 import (
 	"bufio"
+	"bytes"
 	"debug/elf"
 	"debug/gosym"
 	"encoding/binary"
@@ -9,6 +10,7 @@ import (
 	"os"
 	"strconv"
 	"strings"
+	"time"
 )
 
 // pageSize is the base page size pagemap reports in.
@@ -108,9 +110,38 @@ func readMemory(pid int, label string, l *layout) (reading, error) {
 	if r.maps, err = readSmaps(pid, l.exe); err != nil {
 		return r, err
 	}
-	r.resides, err = readPresent(pid, l.lo, l.hi)
+	if r.resides, err = readPresent(pid, l.lo, l.hi); err != nil {
+		return r, err
+	}
+	r.minflt, r.cpu, err = readStat(pid)
 	return r, err
 }
+
+// readStat reads the minor page faults and the CPU time (user + system)
+// from /proc/PID/stat.
+func readStat(pid int) (minflt int64, cpu time.Duration, err error) {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		return 0, 0, err
+	}
+	// The command name, in parentheses, may hold spaces: count from after it.
+	i := bytes.LastIndexByte(b, ')')
+	if i < 0 {
+		return 0, 0, fmt.Errorf("/proc/%d/stat: no command name", pid)
+	}
+	f := strings.Fields(string(b[i+1:]))
+	if len(f) < 13 {
+		return 0, 0, fmt.Errorf("/proc/%d/stat: %d fields", pid, len(f))
+	}
+	// Fields 10 (minflt), 14 (utime) and 15 (stime) of stat(5); f[0] is field 3.
+	minflt, _ = strconv.ParseInt(f[7], 10, 64)
+	ut, _ := strconv.ParseInt(f[11], 10, 64)
+	st, _ := strconv.ParseInt(f[12], 10, 64)
+	return minflt, time.Duration(ut+st) * (time.Second / clockTicks), nil
+}
+
+// clockTicks is USER_HZ, the unit of utime and stime (100 on Linux).
+const clockTicks = 100
 
 // readRollup parses /proc/PID/smaps_rollup.
 func readRollup(pid int) (map[string]int64, error) {
