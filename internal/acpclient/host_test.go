@@ -6,7 +6,6 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -112,7 +111,8 @@ func TestTerminalsRunKillAndRelease(t *testing.T) {
 	// The second command is killed once its output is there.
 	got = append(got, run(t, c, sid, step{"terminal/create", map[string]any{"sessionId": sid,
 		"command": "printf 'aé%.0s' $(seq 10); sleep 30", "outputByteLimit": 8}})...)
-	require.Eventually(t, func() bool { out, _ := terms.Created()[1].Output(); return out == "éaéaé" }, waitFor, time.Millisecond)
+	out, err := terms.Created()[1].WaitOutput(ctx(t), func(out string) bool { return out == "éaéaé" })
+	require.NoError(t, err, out)
 	got = append(got, run(t, c, sid,
 		req("terminal/kill", "term-2"),
 		req("terminal/wait_for_exit", "term-2"),

@@ -63,6 +63,7 @@ type Terminal struct {
 	done chan struct{}
 
 	mu        sync.Mutex
+	wrote     chan struct{} // closed and replaced on every write
 	out       []byte
 	truncated bool
 	exit      *ExitStatus
@@ -120,6 +121,33 @@ func (tm *Terminal) Released() bool {
 	return tm.released
 }
 
+// WaitOutput waits until match accepts the output so far (or the command
+// ended without it, or ctx ended) and returns that output.
+func (tm *Terminal) WaitOutput(ctx context.Context, match func(output string) bool) (string, error) {
+	for {
+		tm.mu.Lock()
+		out := string(tm.out)
+		if tm.wrote == nil {
+			tm.wrote = make(chan struct{})
+		}
+		wake := tm.wrote
+		tm.mu.Unlock()
+		if match(out) {
+			return out, nil
+		}
+		select {
+		case <-wake:
+		case <-tm.done:
+			if out, _ := tm.Output(); match(out) {
+				return out, nil
+			}
+			return out, fmt.Errorf("terminal %s: the command ended without the awaited output", tm.ID)
+		case <-ctx.Done():
+			return out, fmt.Errorf("terminal %s: %w", tm.ID, ctx.Err())
+		}
+	}
+}
+
 // Done is closed when the command has ended.
 func (tm *Terminal) Done() <-chan struct{} { return tm.done }
 
@@ -128,6 +156,10 @@ func (tm *Terminal) Write(p []byte) (int, error) {
 	tm.mu.Lock()
 	defer tm.mu.Unlock()
 	tm.out = append(tm.out, p...)
+	if tm.wrote != nil {
+		close(tm.wrote)
+	}
+	tm.wrote = make(chan struct{})
 	if tm.ByteLimit > 0 && len(tm.out) > tm.ByteLimit {
 		cut := len(tm.out) - tm.ByteLimit
 		for cut < len(tm.out) && !utf8.RuneStart(tm.out[cut]) {
