@@ -73,13 +73,17 @@ func (b *Bwrap) Wrap(policy Policy, argv []string) []string {
 	case policy.TmpDir == "":
 		if ww {
 			out = append(out, "--tmpfs", "/tmp", "--bind", root, root)
+			out = bindExtra(out, policy.ExtraRoots)
 		}
 	case ww:
 		out = append(out, "--bind", policy.TmpDir, "/tmp", "--bind", root, root)
+		out = bindExtra(out, policy.ExtraRoots)
 	default:
 		out = append(out, "--bind", policy.TmpDir, "/tmp")
-		if root != "" && beneath(root, "/tmp") {
-			out = append(out, "--ro-bind", root, root)
+		for _, r := range append([]string{root}, policy.ExtraRoots...) {
+			if r != "" && beneath(r, "/tmp") {
+				out = append(out, "--ro-bind", r, r)
+			}
 		}
 		out = append(out, "--remount-ro", "/tmp")
 	}
@@ -88,6 +92,14 @@ func (b *Bwrap) Wrap(policy Policy, argv []string) []string {
 	}
 	out = append(out, "--")
 	return append(out, argv...)
+}
+
+// bindExtra binds each extra workspace root writable at its path.
+func bindExtra(out, roots []string) []string {
+	for _, r := range roots {
+		out = append(out, "--bind", r, r)
+	}
+	return out
 }
 
 // beneath reports whether the clean absolute path p is dir or lies below

@@ -130,12 +130,17 @@ func (l *Landlock) Wrap(policy Policy, argv []string) []string {
 	out = append(out, "--ro", "/", "--rw", "/dev/null")
 	if policy.TmpDir != "" {
 		out = append(out, "--tmp", policy.TmpDir)
-		if root := policy.WorkspaceRoot; policy.Mode != WorkspaceWrite && root != "" && beneath(root, "/tmp") {
-			out = append(out, "--show", root)
+		for _, root := range append([]string{policy.WorkspaceRoot}, policy.ExtraRoots...) {
+			if policy.Mode != WorkspaceWrite && root != "" && beneath(root, "/tmp") {
+				out = append(out, "--show", root)
+			}
 		}
 	}
 	if policy.Mode == WorkspaceWrite {
 		out = append(out, "--rw", "/tmp", "--rw", policy.WorkspaceRoot)
+		for _, r := range policy.ExtraRoots {
+			out = append(out, "--rw", r)
+		}
 	}
 	out = append(out, "--")
 	return append(out, argv...)

@@ -115,6 +115,14 @@ func (p *Provider) Confine(ctx context.Context, argv []string, policy Policy) (C
 			return Confined{}, fmt.Errorf("sandbox: confine: workspace root %q must be an absolute path", policy.WorkspaceRoot)
 		}
 		policy.WorkspaceRoot = filepath.Clean(policy.WorkspaceRoot)
+		roots := make([]string, len(policy.ExtraRoots))
+		for i, r := range policy.ExtraRoots {
+			if !filepath.IsAbs(r) {
+				return Confined{}, fmt.Errorf("sandbox: confine: extra root %q must be an absolute path", r)
+			}
+			roots[i] = filepath.Clean(r)
+		}
+		policy.ExtraRoots = roots
 	default:
 		return Confined{}, fmt.Errorf("sandbox: confine: unknown mode %q", policy.Mode)
 	}

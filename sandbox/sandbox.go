@@ -71,6 +71,10 @@ type Policy struct {
 	// WorkspaceRoot is the directory made writable under WorkspaceWrite
 	// (the process launch cwd in sandbox-acp-agent). It must be absolute.
 	WorkspaceRoot string
+	// ExtraRoots are further directories made writable under
+	// WorkspaceWrite, like WorkspaceRoot (a session's additional workspace
+	// roots). Each must be absolute.
+	ExtraRoots []string
 	// TmpDir, when set, is the session's private temporary directory
 	// (absolute, existing, mode 0700). The command sees it as /tmp, with
 	// TMPDIR=/tmp, writable under WorkspaceWrite and read-only under
