@@ -19,9 +19,9 @@ import (
 // syscall.ENOTDIR.
 //
 // The local implementation (capabilities/localfs) resolves paths beneath a
-// root through directory file descriptors; an implementation over the
-// editor's fs/read_text_file and fs/write_text_file has no inodes or
-// mtimes, which is why [FileInfo.Version] and [FileInfo.ID] are opaque
+// root through directory file descriptors; [Through] layers an editor's
+// fs/read_text_file and fs/write_text_file over it, which have no inodes
+// or mtimes, which is why [FileInfo.Version] and [FileInfo.ID] are opaque
 // strings.
 type Files interface {
 	// Stat describes the file path names, following symbolic links. A

@@ -6,9 +6,13 @@
 //
 // Paths resolve against the calling session's working directory. Every file
 // access goes through capabilities.Files. With Options.Confine set (or a
-// Gate), a path is reached through an implementation confined beneath that
-// directory, which refuses ".." and symbolic links that lead out, at every
-// step of every access; without, through an unconfined one.
+// Gate), a path is reached through an implementation confined beneath the
+// workspace root it lies in (the cwd, or one of the session's extra roots,
+// capabilities.Host.Roots), which refuses ".." and symbolic links that lead
+// out, at every step of every access; without, through an unconfined one.
+// When the session's host reaches file contents (an editor's fs/*), the
+// confined access reads and writes through it (capabilities.Through), each
+// path checked locally first.
 package fs
 
 import (
