@@ -20,6 +20,7 @@ import (
 	"github.com/dsh-acp/dsh-acp/agent/llm/replay"
 	"github.com/dsh-acp/dsh-acp/capabilities/bash"
 	"github.com/dsh-acp/dsh-acp/composition"
+	"github.com/dsh-acp/dsh-acp/internal/acpclient"
 	"github.com/dsh-acp/dsh-acp/sandbox"
 	"github.com/dsh-acp/dsh-acp/session/jsonl"
 )
@@ -164,6 +165,10 @@ type Result struct {
 	// MCPCalls are the tools/call requests the scenario's MCP servers
 	// received, in order.
 	MCPCalls []MCPCall
+	// FSCalls and TerminalCalls are the fs/* and terminal/* requests the
+	// scripted client served (with Input.Client), in order.
+	FSCalls       []acpclient.FSCall
+	TerminalCalls []acpclient.TerminalCall
 }
 
 // Options tune a run.
@@ -228,7 +233,7 @@ func Run(ctx context.Context, sc *Scenario, l Launcher, o Options) Result {
 		res.Message = "launch agent: " + err.Error()
 		return res
 	}
-	c := newClient(run.Stdin, run.Stdout, sc.Input, servers)
+	c := newClient(run.Stdin, run.Stdout, sc.Input, clientSetup{cwd: cwd, env: terminalEnv(home), servers: servers})
 	stepErr := c.runSteps(ctx, cwd, sc.Input.Steps)
 	_ = run.Stdin.Close()
 	exited := make(chan error, 1)
@@ -244,12 +249,16 @@ func Run(ctx context.Context, sc *Scenario, l Launcher, o Options) Result {
 		}
 	}
 	select {
-	case <-c.readDone:
+	case <-c.conn.Done():
 	case <-time.After(2 * time.Second):
 	}
-	c.mu.Lock()
-	res.Timeline = append([]Message(nil), c.timeline...)
-	c.mu.Unlock()
+	res.Timeline = c.timeline()
+	if c.fs != nil {
+		res.FSCalls = c.fs.Calls()
+	}
+	if c.terms != nil {
+		res.TerminalCalls = c.terms.Calls()
+	}
 	if o.Transcript {
 		res.Transcript = strings.ReplaceAll(Transcript(res.Timeline), cwd+"/", "")
 	}
@@ -268,7 +277,9 @@ func Run(ctx context.Context, sc *Scenario, l Launcher, o Options) Result {
 		logs[i] = servers.scrub(scrubHome(logs[i], home))
 	}
 	res.Logs = logs
+	c.mu.Lock()
 	ids := append([]string(nil), c.sessionIDs...)
+	c.mu.Unlock()
 	for _, lg := range logs {
 		id, _ := LogIdentity(lg)
 		ids = append(ids, id)

@@ -48,6 +48,25 @@ type Input struct {
 	Steps              []Step              `json:"steps"`
 	PermissionAnswers  []PermissionAnswer  `json:"permissionAnswers,omitempty"`
 	ElicitationAnswers []ElicitationAnswer `json:"elicitationAnswers,omitempty"`
+	// Client, when set, makes the scripted client an editor that hosts
+	// files and terminals (our corpus; upstream's client advertises
+	// neither).
+	Client *Client `json:"client,omitempty"`
+}
+
+// Client declares what the scripted client hosts, the way Zed does, and
+// advertises in initialize.
+type Client struct {
+	// FS serves fs/read_text_file and fs/write_text_file over the run's
+	// working directory (fs.readTextFile, fs.writeTextFile).
+	FS bool `json:"fs,omitempty"`
+	// Buffers are unsaved editor buffers by path (relative to the
+	// working directory, or absolute): a read sees the buffer instead of
+	// the disk, a write to it stays in the buffer. They imply FS.
+	Buffers map[string]string `json:"buffers,omitempty"`
+	// Terminal serves terminal/* by really running the commands (the
+	// terminal capability).
+	Terminal bool `json:"terminal,omitempty"`
 }
 
 // Meta is what the harness must know about a scenario beyond its files.

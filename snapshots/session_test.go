@@ -39,7 +39,7 @@ func serveInProcess(t *testing.T, store session.Store, modelLog string) (*client
 		_ = outW.Close()
 		close(done)
 	}()
-	c := newClient(inW, outR, Input{}, nil)
+	c := newClient(inW, outR, Input{}, clientSetup{})
 	return c, func() {
 		_ = inW.Close()
 		select {
@@ -72,10 +72,8 @@ func callErr(t *testing.T, c *client, method string, params any) string {
 
 // updates returns the session/update payloads the client received.
 func updates(c *client) []string {
-	c.mu.Lock()
-	defer c.mu.Unlock()
 	var out []string
-	for _, m := range c.timeline {
+	for _, m := range c.timeline() {
 		var f struct {
 			Method string `json:"method"`
 			Params struct {
@@ -178,7 +176,7 @@ func startBinary(t *testing.T, cwd string, args ...string) (*exec.Cmd, *client) 
 	require.NoError(t, err)
 	require.NoError(t, cmd.Start())
 	t.Cleanup(func() { _ = cmd.Process.Kill(); _ = cmd.Wait() })
-	return cmd, newClient(in, out, Input{}, nil)
+	return cmd, newClient(in, out, Input{}, clientSetup{})
 }
 
 // TestCrashMidTurnIsRepairedOnLoad kills the real process while a turn
@@ -195,12 +193,11 @@ func TestCrashMidTurnIsRepairedOnLoad(t *testing.T) {
 		SessionID string `json:"sessionId"`
 	}
 	require.NoError(t, json.Unmarshal(callOK(t, c, "session/new", map[string]any{"cwd": cwd, "mcpServers": []any{}}), &created))
-	c.request("session/prompt", promptParams(created.SessionID, "Start a long task."))
-	select {
-	case <-c.chunkSignal:
-	case <-time.After(10 * time.Second):
-		t.Fatal("no agent_message_chunk before the crash")
-	}
+	_, err := c.start("session/prompt", promptParams(created.SessionID, "Start a long task."))
+	require.NoError(t, err)
+	wait, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	require.NoError(t, c.awaitChunk(wait, 0), "no agent_message_chunk before the crash")
 	require.NoError(t, cmd.Process.Kill())
 	_ = cmd.Wait()
 
@@ -249,12 +246,12 @@ func TestUndoAfterCrash(t *testing.T) {
 		SessionID string `json:"sessionId"`
 	}
 	require.NoError(t, json.Unmarshal(callOK(t, c, "session/new", map[string]any{"cwd": cwd, "mcpServers": []any{}}), &created))
-	c.request("session/prompt", promptParams(created.SessionID, "change old to new"))
-	select {
-	case <-c.chunkSignal: // the hang after the edit streams "partial"
-	case <-time.After(10 * time.Second):
-		t.Fatal("the turn never reached the hang")
-	}
+	_, err := c.start("session/prompt", promptParams(created.SessionID, "change old to new"))
+	require.NoError(t, err)
+	wait, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	// The hang after the edit streams "partial".
+	require.NoError(t, c.awaitChunk(wait, 0), "the turn never reached the hang")
 	data, err := os.ReadFile(file)
 	require.NoError(t, err)
 	require.Equal(t, "new line\n", string(data))
@@ -303,7 +300,7 @@ func TestListSessions(t *testing.T) {
 	sessions, cwdA, cwdB := t.TempDir(), t.TempDir(), t.TempDir()
 	_, c := startBinary(t, cwdA, "--composition", "default", "--sessions-root", sessions, "--model-replay", model)
 	init := callOK(t, c, "initialize", map[string]any{"protocolVersion": 1, "clientCapabilities": map[string]any{}})
-	require.Contains(t, string(init), `"sessionCapabilities":{"list":{},"delete":{},"resume":{},"close":{}}`)
+	require.Contains(t, string(init), `"sessionCapabilities":{"list":{},"delete":{},"additionalDirectories":{},"resume":{},"close":{}}`)
 	var ids []string
 	for _, cwd := range []string{cwdA, cwdB} {
 		var created struct {

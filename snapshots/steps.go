@@ -14,10 +14,7 @@ func (c *client) runSteps(ctx context.Context, cwd string, steps []Step) error {
 		if err := c.step(ctx, cwd, st); err != nil {
 			return fmt.Errorf("step %d (%s): %w", i+1, st.Op, err)
 		}
-		c.mu.Lock()
-		serr := c.scriptErr
-		c.mu.Unlock()
-		if serr != nil {
+		if serr := c.scriptErr(); serr != nil {
 			return fmt.Errorf("step %d (%s): %w", i+1, st.Op, serr)
 		}
 	}
@@ -37,6 +34,9 @@ func (c *client) step(ctx context.Context, cwd string, st Step) error {
 	switch st.Op {
 	case "initialize":
 		caps := map[string]any{}
+		for k, v := range c.caps {
+			caps[k] = v
+		}
 		if st.TerminalOutput {
 			caps["_meta"] = map[string]bool{"terminal_output": true}
 		}
@@ -110,25 +110,18 @@ func (c *client) step(ctx context.Context, cwd string, st Step) error {
 		if err != nil {
 			return err
 		}
-		c.mu.Lock()
-		before := c.chunks
-		c.mu.Unlock()
-		ch := c.request("session/prompt", promptParams(sid, st.Text))
-		for {
-			c.mu.Lock()
-			n := c.chunks
-			c.mu.Unlock()
-			if n > before {
-				break
-			}
-			select {
-			case <-c.chunkSignal:
-			case <-ctx.Done():
-				return errors.New("no agent_message_chunk arrived before the scenario timeout")
-			}
+		before := len(c.conn.Updates())
+		k, err := c.start("session/prompt", promptParams(sid, st.Text))
+		if err != nil {
+			return err
 		}
-		c.send(notification("session/cancel", map[string]string{"sessionId": sid}))
-		_, err = await(ctx, ch, "session/prompt")
+		if err := c.awaitChunk(ctx, before); err != nil {
+			return fmt.Errorf("no agent_message_chunk arrived: %w", err)
+		}
+		if err := c.notify("session/cancel", map[string]string{"sessionId": sid}); err != nil {
+			return err
+		}
+		_, err = await(ctx, k)
 		return err
 	case "crashMcpServer":
 		return c.mcp.crash(st.Server)
@@ -137,8 +130,7 @@ func (c *client) step(ctx context.Context, cwd string, st Step) error {
 		if err != nil {
 			return err
 		}
-		c.send(notification("session/cancel", map[string]string{"sessionId": sid}))
-		return nil
+		return c.notify("session/cancel", map[string]string{"sessionId": sid})
 	case "setConfigOption", "setConfigOptionExpectError":
 		sid, err := c.needSession()
 		if err != nil {
@@ -178,12 +170,4 @@ func expectError(f frame) error {
 
 func promptParams(sid, text string) any {
 	return map[string]any{"sessionId": sid, "prompt": []map[string]string{{"type": "text", "text": text}}}
-}
-
-func notification(method string, params any) any {
-	return struct {
-		JSONRPC string `json:"jsonrpc"`
-		Method  string `json:"method"`
-		Params  any    `json:"params"`
-	}{"2.0", method, params}
 }
