@@ -17,5 +17,5 @@ func (s *Server) sessionOptions(cwd string, roots []string) agent.SessionOptions
 // user, its terminals and its files (each when it advertised them and the
 // composition uses them), and nil fields for everything served locally.
 func (s *Server) hostFor(id string) *capabilities.Host {
-	return &capabilities.Host{Asker: s, Terminals: s.clientTerminals(id), Files: s.clientFiles(id)}
+	return &capabilities.Host{Asker: s, Terminals: s.clientTerminals(id), Files: s.clientFiles(id), Live: s.liveFor(id)}
 }

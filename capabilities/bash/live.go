@@ -62,8 +62,10 @@ func (l *liveTail) view(final bool) (out string, offset, total int64) {
 }
 
 // streamLive shows tail in the card of call while the command runs: every
-// liveEvery when something new arrived, and once more when stop is
-// called, which returns after the last Show.
+// liveEvery when something new arrived and, if anything was shown, once
+// more with the rest when stop is called (which returns after the last
+// Show). A command that ends within liveEvery shows nothing live: its
+// result is all there is to show.
 func streamLive(live capabilities.Live, callID, description string, tail *liveTail) (stop func()) {
 	done := make(chan struct{})
 	finished := make(chan struct{})
@@ -84,7 +86,9 @@ func streamLive(live capabilities.Live, callID, description string, tail *liveTa
 			case <-tick.C:
 				show(false)
 			case <-done:
-				show(true)
+				if shown > 0 {
+					show(true)
+				}
 				return
 			}
 		}

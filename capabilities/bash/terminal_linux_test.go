@@ -431,8 +431,8 @@ func TestLiveOutputWhileTheCommandRuns(t *testing.T) {
 	require.Len(t, last, len("first\noops\nsecond\n"))
 	require.True(t, strings.HasSuffix(last, "second\n"), last)
 	n := len(views)
-	// Nothing is shown once the call returned.
-	o = f.reg.Execute(context.Background(), f.env, "c2", "bash", `{"command":"echo quiet","description":"d"}`)
+	// A command that ends at once shows nothing live (its result is all).
+	o = f.reg.Execute(context.Background(), env, "c2", "bash", `{"command":"echo quiet","description":"d"}`)
 	require.Equal(t, "quiet\n", o.Content[0].Text)
 	require.Len(t, live.Views(), n)
 }
