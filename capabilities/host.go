@@ -51,8 +51,7 @@ type Host struct {
 	// Injector tells the model something between steps (nil: nobody
 	// listens).
 	Injector Injector
-	// Tools is the session's tool registry (nil until it is built, and
-	// for a tool's own view while its registry is being built).
+	// Tools is the session's tool registry (set once it is built).
 	Tools *Registry
 }
 

@@ -295,6 +295,7 @@ func TestEditorFilesFallBackPerCapability(t *testing.T) {
 	res, calls := w.run(c, sid, "read", readArgs(a))
 	require.False(t, res.IsError, res.text())
 	assert.Contains(t, res.text(), "buffer")
+	assert.Equal(t, []string{"fs/read_text_file"}, methods(calls))
 	res, calls = w.run(c, sid, "write", writeArgs(a, "local write\n"))
 	require.False(t, res.IsError, res.text())
 	assert.Equal(t, []string{"fs/read_text_file"}, methods(calls))
