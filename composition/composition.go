@@ -413,8 +413,14 @@ func (c Composition) Commands() []agent.Command {
 // (its buffers, its review) when it hosts the session's files.
 func undoFiles(s *agent.Session) (capabilities.Files, error) {
 	host := capabilities.HostOf(s)
+	var roots []string
+	for _, r := range host.Roots {
+		if fi, err := os.Stat(r); err == nil && fi.IsDir() {
+			roots = append(roots, r) // a root removed since cannot hold what is undone
+		}
+	}
 	var files capabilities.Files
-	routed, err := localfs.NewRouted(s.Cwd(), host.Roots...)
+	routed, err := localfs.NewRouted(s.Cwd(), roots...)
 	if err != nil {
 		return nil, err
 	}
