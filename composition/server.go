@@ -141,6 +141,8 @@ func (c Composition) NewServer(o ServerOptions) *acp.Server {
 		ExtraRoots:          !c.Upstream,
 		ClearErrors:         !c.Upstream,
 		CardUnloggedCalls:   !c.Upstream,
+		ClientTerminals:     !c.Upstream,
+		LiveOutput:          !c.Upstream,
 		MaxLineBytes:        o.Limits.MaxLineBytes,
 		MaxPromptBytes:      o.Limits.MaxPromptBytes,
 	}, o.Log)
