@@ -27,8 +27,9 @@ test:
 ## gofmt'ed (scenario workspaces under testdata/ are data, not code), go.mod
 ## and go.sum tidy, go vet, and staticcheck at STATICCHECK_VERSION.
 lint:
-	@files=$$(git ls-files '*.go' ':!:**/testdata/**' | xargs gofmt -l); \
-	if [ -n "$$files" ]; then echo "gofmt -l: not formatted:"; echo "$$files"; exit 1; fi
+	@src=$$(git ls-files '*.go' ':!:**/testdata/**') || exit 1; \
+	bad=$$(echo "$$src" | xargs -r gofmt -l) || exit 1; \
+	if [ -n "$$bad" ]; then echo "gofmt -l: not formatted:"; echo "$$bad"; exit 1; fi
 	$(GO) mod tidy -diff
 	$(GO) vet ./...
 	@v=$$($(STATICCHECK) -version 2>/dev/null); case "$$v" in \
