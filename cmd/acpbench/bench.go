@@ -154,7 +154,7 @@ func (r *runner) withStderr(c *client, err error) error {
 		return err
 	}
 	_ = c.close(r.grace)
-	return fmt.Errorf("%w%s", err, c.stderr.hint())
+	return fmt.Errorf("%w%s", err, c.stderrHint())
 }
 
 // iterate runs the whole scenario once: initialize, session/new, a text

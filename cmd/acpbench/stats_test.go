@@ -112,17 +112,6 @@ func TestSplitCommand(t *testing.T) {
 	}
 }
 
-func TestSliceLines(t *testing.T) {
-	s := "a\nb\nc\nd"
-	one, two := 1, 2
-	three, nine := 3, 9
-	assert.Equal(t, s, sliceLines(s, nil, nil))
-	assert.Equal(t, "b\nc\n", sliceLines(s, &two, &two))
-	assert.Equal(t, "a\n", sliceLines(s, &one, &one))
-	assert.Equal(t, "c\nd", sliceLines(s, &three, nil))
-	assert.Equal(t, "", sliceLines(s, &nine, nil))
-}
-
 func TestAgentEnv(t *testing.T) {
 	t.Setenv("HOME", "/real/home")
 	t.Setenv("ACPBENCH_TEST_KEEP", "1")
