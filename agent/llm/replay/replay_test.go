@@ -27,10 +27,30 @@ func upstream(t *testing.T) string {
 	return shared.Dir(t, shared.Upstream)
 }
 
-// scenario returns the path of file in an acp-agent scenario.
+// scenario returns the path of file in an acp-agent scenario: the copy
+// under testdata/ (TestTestdataIsUpstream keeps it equal to the corpus).
 func scenario(t *testing.T, name, file string) string {
 	t.Helper()
-	return filepath.Join(upstream(t), "acp-agent", name, file)
+	return filepath.Join("testdata", "acp-agent", name, file)
+}
+
+// TestTestdataIsUpstream checks that the scenario files the unit tests read
+// from testdata/ are byte-for-byte the upstream corpus's.
+func TestTestdataIsUpstream(t *testing.T) {
+	t.Parallel()
+	root := upstream(t)
+	copies, err := filepath.Glob(filepath.Join("testdata", "acp-agent", "*", "*"))
+	require.NoError(t, err)
+	require.Len(t, copies, 10)
+	for _, c := range copies {
+		rel, err := filepath.Rel("testdata", c)
+		require.NoError(t, err)
+		want, err := os.ReadFile(filepath.Join(root, rel))
+		require.NoError(t, err)
+		got, err := os.ReadFile(c)
+		require.NoError(t, err)
+		require.True(t, bytes.Equal(want, got), "testdata/%s differs from ../shared/upstream/%s: copy it again", rel, rel)
+	}
 }
 
 // rawChunks returns the data.chunk bytes of every assistant/chunk event of
