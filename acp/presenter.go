@@ -105,6 +105,9 @@ func (p *presenter) present(ev session.Event) []any {
 		}
 		card, view := p.callCard(c)
 		p.calls[c.CallID] = rememberedCall{name: c.Name, args: capabilities.ParseArgs(c.Arguments), view: view}
+		if view != nil && view.Kind == capabilities.ViewTerminal {
+			p.live.open(c.CallID)
+		}
 		delete(p.announced, c.CallID)
 		if p.editor && view != nil && view.Hidden {
 			return nil

@@ -172,8 +172,9 @@ func (l liveSink) Show(callID string, v capabilities.LiveView) {
 	}
 }
 
-// liveCards is what one session's running calls showed live, until their
-// results are presented. Its zero value is ready.
+// liveCards is what one session's running calls showed live, from their
+// terminal cards until their results are presented. Its zero value is
+// ready.
 type liveCards struct {
 	mu    sync.Mutex
 	calls map[string]*liveCall
@@ -194,13 +195,9 @@ type liveCall struct {
 func (lc *liveCards) update(callID string, v capabilities.LiveView, rendersTerminal bool) (any, bool) {
 	lc.mu.Lock()
 	defer lc.mu.Unlock()
-	if lc.calls == nil {
-		lc.calls = map[string]*liveCall{}
-	}
 	c := lc.calls[callID]
 	if c == nil {
-		c = &liveCall{}
-		lc.calls[callID] = c
+		return nil, false // not a terminal card this session's client was shown
 	}
 	var content []ToolCallContent
 	if v.Description != "" {
@@ -231,6 +228,20 @@ func (lc *liveCards) update(callID string, v capabilities.LiveView, rendersTermi
 	}
 	content = append(content, textItem(consoleBlock(v.Output)))
 	return ToolCallUpdateCard{SessionUpdate: "tool_call_update", ToolCallID: callID, Status: "in_progress", Content: content}, true
+}
+
+// open starts following callID, whose terminal card the client was just
+// shown: only such a card is updated live (nil-safe).
+func (lc *liveCards) open(callID string) {
+	if lc == nil {
+		return
+	}
+	lc.mu.Lock()
+	defer lc.mu.Unlock()
+	if lc.calls == nil {
+		lc.calls = map[string]*liveCall{}
+	}
+	lc.calls[callID] = &liveCall{}
 }
 
 // take returns and forgets what callID showed live (nil-safe: a presenter

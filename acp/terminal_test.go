@@ -573,3 +573,22 @@ func TestLiveOutputAsTerminalOutputMeta(t *testing.T) {
 	require.Equal(t, "completed", final.Status)
 	require.Equal(t, "first\nsecond\n", data.String())
 }
+
+func TestLiveCardsFollowOnlyShownTerminalCards(t *testing.T) {
+	var lc liveCards
+	_, ok := lc.update("call_9", capabilities.LiveView{Output: "x"}, false)
+	require.False(t, ok, "a call the client has no terminal card for (a child's) is not updated")
+	lc.open("call_9")
+	u, ok := lc.update("call_9", capabilities.LiveView{Output: "abc", Offset: 0}, true)
+	require.True(t, ok)
+	require.Equal(t, "abc", u.(TerminalUpdateCard).Meta.TerminalOutput.Data)
+	_, ok = lc.update("call_9", capabilities.LiveView{Output: "abc", Offset: 0}, true)
+	require.False(t, ok, "nothing new")
+	u, _ = lc.update("call_9", capabilities.LiveView{Output: "yz", Offset: 10}, true)
+	require.Equal(t, "\r\n[7 bytes not shown]\r\nyz", u.(TerminalUpdateCard).Meta.TerminalOutput.Data)
+	c, ok := lc.take("call_9")
+	require.True(t, ok)
+	require.Equal(t, int64(12), c.sent)
+	_, ok = lc.take("call_9")
+	require.False(t, ok)
+}
