@@ -219,14 +219,12 @@ func (r *liveRecorder) Views() []capabilities.LiveView {
 // confined by backend b (nil: no sandbox) in mode, with a workspace and a
 // directory outside it, both outside /tmp.
 type terminalLab struct {
-	reg          *capabilities.Registry
-	tool         *Tool
-	env          hostEnv
-	host         *execTerminals
-	live         *liveRecorder
-	ws, outside  string
-	confined     bool
-	launcherPath string
+	reg         *capabilities.Registry
+	tool        *Tool
+	env         hostEnv
+	host        *execTerminals
+	live        *liveRecorder
+	ws, outside string
 }
 
 func newTerminalLab(t *testing.T, b suiteBackend, mode string) *terminalLab {
@@ -240,7 +238,6 @@ func newTerminalLab(t *testing.T, b suiteBackend, mode string) *terminalLab {
 		Environ: func() []string { return append(os.Environ(), "AGENT_API_KEY=agent-secret", "PLAIN=visible") }}
 	if b.backend != nil {
 		requireUsable(t, b.backend)
-		l.confined = true
 		opts.Sandbox = &Sandboxing{
 			Confiner:   providerFor(b.backend),
 			Root:       func(*capabilities.Call) string { return l.ws },
