@@ -4,7 +4,12 @@
 // which bash is the first producer.
 //
 // Commands run through an Executor, the seam where a sandboxing executor
-// wraps the argv; LocalExecutor runs them directly.
+// wraps the argv; LocalExecutor runs them directly. When the session's
+// host has terminals (capabilities.Host.Terminals: the editor's, over
+// ACP), a foreground command runs in one of them instead, still confined:
+// the host is handed the wrapped argv (terminal.go). Without them, a
+// running command's output reaches its card through Host.Live (live.go).
+// Background tasks always run locally.
 package bash
 
 import (
