@@ -90,7 +90,14 @@ func (t *tool) Run(ctx context.Context, call *capabilities.Call) (capabilities.R
 			return capabilities.Result{}, fmt.Errorf("MCP call %s cancelled: %w", t.remote, context.Cause(ctx))
 		}
 		if errors.Is(err, sdk.ErrConnectionClosed) || errors.Is(err, sdk.ErrSessionMissing) {
-			t.c.fail(err.Error(), "stopped")
+			// Without the call's "calling %q:" prefix, so that the notice
+			// reads the same as when the connection's watcher sees the
+			// failure first.
+			why := err
+			if inner := errors.Unwrap(err); inner != nil {
+				why = inner
+			}
+			t.c.fail(why.Error(), "stopped")
 		}
 		return capabilities.Result{}, &capabilities.CodedError{Name: "MCPError", Code: "MCP_CALL_FAILED",
 			Message: fmt.Sprintf("the MCP server %q failed the call to %s: %v", t.c.srv.Name, t.remote, err)}
