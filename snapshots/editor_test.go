@@ -2,8 +2,10 @@ package snapshots
 
 import (
 	"context"
+	"encoding/json"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -82,4 +84,71 @@ func TestClientCapabilitiesAreAdvertised(t *testing.T) {
 	assert.Contains(t, string(r.Timeline[0].Line), `"clientCapabilities":{},`)
 	assert.Nil(t, r.FSCalls)
 	assert.Nil(t, r.TerminalCalls)
+}
+
+// A scenario whose client has a terminal gets the agent's commands in it:
+// the client really runs the confined argv the agent sends (behind
+// env -i, so neither the client's environment nor the agent's secrets
+// reach the command), the output reaches the model, and every terminal
+// is released. (No golden yet: the agent releases a terminal
+// asynchronously, so its terminal/release has no fixed place among the
+// next step's frames.)
+func TestTerminalScenarioRunsCommandsInTheClientsTerminal(t *testing.T) {
+	t.Setenv("DSH_TEST_TOKEN", "sk-not-for-commands")
+	dir := t.TempDir()
+	write := func(name, text string) {
+		require.NoError(t, os.MkdirAll(filepath.Dir(filepath.Join(dir, name)), 0o755))
+		require.NoError(t, os.WriteFile(filepath.Join(dir, name), []byte(text), 0o644))
+	}
+	write("scenario.json", `{"composition":"default","hasModelTurn":true}`)
+	write("input.json", `{"client":{"terminal":true},"steps":[{"op":"initialize"},{"op":"newSession"},{"op":"prompt","text":"Run the tests."}]}`)
+	write("workspace/test.sh", "printf 'ok 1 - parse\\nok 2 - render\\n'\necho 'warning: slow render' >&2\n")
+	write("session.jsonl", `{"type":"session","version":0,"id":"x","createdAt":0,"cwd":"/x"}`+"\n")
+	write("replay.override.json", "["+scriptedCall("c1", "bash", `{"command":"sh test.sh","description":"Run the tests"}`)+","+
+		scriptedCall("c2", "bash", `{"command":"ls build","description":"List the build directory"}`)+","+scriptedText("Both pass; no build directory.")+"]")
+	sc, err := Load(dir)
+	require.NoError(t, err)
+	r := Run(context.Background(), sc, InProcess{Version: "test"}, Options{Timeout: 30 * time.Second, Update: true})
+	require.True(t, r.Passed, r.Message)
+
+	require.Len(t, r.Terminals, 2, "%s", r.Logs)
+	for _, tm := range r.Terminals {
+		assert.True(t, strings.HasSuffix(tm.Command, "/env"), tm.Command)
+		require.NotEmpty(t, tm.Args)
+		assert.Equal(t, "-i", tm.Args[0], "the command's environment is exactly the agent's choice")
+		assert.NotContains(t, strings.Join(tm.Args, " "), "sk-not-for-commands", "secrets never reach a command")
+		assert.True(t, tm.Released(), "%s released", tm.ID)
+		<-tm.Done()
+	}
+	out, _ := r.Terminals[0].Output()
+	assert.Equal(t, "ok 1 - parse\nok 2 - render\nwarning: slow render\n", out)
+	assert.Equal(t, 0, *r.Terminals[0].Exit().ExitCode)
+	assert.Equal(t, 2, *r.Terminals[1].Exit().ExitCode)
+	perTerminal := map[string][]string{}
+	for _, c := range r.TerminalCalls {
+		perTerminal[c.TerminalID] = append(perTerminal[c.TerminalID], c.Method)
+	}
+	for _, id := range []string{"term-1", "term-2"} {
+		assert.Equal(t, []string{"terminal/create", "terminal/wait_for_exit", "terminal/output", "terminal/release"}, perTerminal[id], id)
+	}
+	require.Len(t, r.Logs, 1)
+	assert.Contains(t, string(r.Logs[0]), `ok 2 - render\nwarning: slow render`, "the output reached the model")
+	assert.Contains(t, string(r.Logs[0]), `No such file or directory`)
+}
+
+// scriptedCall is a replay.override.json entry calling one tool.
+func scriptedCall(id, name, args string) string {
+	q, _ := json.Marshal(args)
+	return `{"kind":"chunks","chunks":[{"type":"block-start","index":0,"blockType":"tool-call"},` +
+		`{"type":"tool-call-delta","index":0,"id":"` + id + `","name":"` + name + `","argumentsDelta":` + string(q) + `},` +
+		`{"type":"block-end","index":0,"block":{"type":"tool-call","id":"` + id + `","name":"` + name + `","arguments":` + string(q) + `}},` +
+		`{"type":"finish","reason":{"kind":"tool-calls"}}]}`
+}
+
+// scriptedText is a replay.override.json entry answering text.
+func scriptedText(text string) string {
+	q, _ := json.Marshal(text)
+	return `{"kind":"chunks","chunks":[{"type":"block-start","index":0,"blockType":"text"},` +
+		`{"type":"text-delta","index":0,"text":` + string(q) + `},{"type":"block-end","index":0,"block":{"type":"text","text":` + string(q) + `}},` +
+		`{"type":"finish","reason":{"kind":"stop"}}]}`
 }

@@ -166,9 +166,11 @@ type Result struct {
 	// received, in order.
 	MCPCalls []MCPCall
 	// FSCalls and TerminalCalls are the fs/* and terminal/* requests the
-	// scripted client served (with Input.Client), in order.
+	// scripted client served (with Input.Client), in order; Terminals are
+	// the terminals it created (their commands, output and exit).
 	FSCalls       []acpclient.FSCall
 	TerminalCalls []acpclient.TerminalCall
+	Terminals     []*acpclient.Terminal
 }
 
 // Options tune a run.
@@ -257,7 +259,7 @@ func Run(ctx context.Context, sc *Scenario, l Launcher, o Options) Result {
 		res.FSCalls = c.fs.Calls()
 	}
 	if c.terms != nil {
-		res.TerminalCalls = c.terms.Calls()
+		res.TerminalCalls, res.Terminals = c.terms.Calls(), c.terms.Created()
 	}
 	if o.Transcript {
 		res.Transcript = strings.ReplaceAll(Transcript(res.Timeline), cwd+"/", "")
@@ -292,7 +294,8 @@ func Run(ctx context.Context, sc *Scenario, l Launcher, o Options) Result {
 	}
 	if o.Update {
 		u := update(sc, got, logs, cwd, ids)
-		u.Transcript = res.Transcript
+		u.Transcript, u.Timeline, u.Logs = res.Transcript, res.Timeline, res.Logs
+		u.MCPCalls, u.FSCalls, u.TerminalCalls, u.Terminals = res.MCPCalls, res.FSCalls, res.TerminalCalls, res.Terminals
 		return u
 	}
 	goldenRaw, err := os.ReadFile(sc.File("stdout.golden.jsonl"))
