@@ -37,7 +37,8 @@ type TextFiles interface {
 //     disk means "new file");
 //   - content comes from the host, and so does Version, "sha256:<hex>" of
 //     that content, so a stale-read check compares what the model read
-//     with what the user sees now;
+//     with what the user sees now; a file on disk the host cannot read (a
+//     binary one) is read, and versioned, from the disk;
 //   - Remove is local (hosts have no delete).
 //
 // A Stat right after a WriteFile of the same path costs no host read while
@@ -111,11 +112,8 @@ func (t *through) Stat(ctx context.Context, path string) (FileInfo, error) {
 		return info, nil
 	}
 	text, err := t.readText(ctx, path)
-	switch {
-	case errors.Is(err, errors.ErrUnsupported):
-		return info, nil
-	case err != nil:
-		return FileInfo{}, &fs.PathError{Op: "stat", Path: path, Err: err}
+	if err != nil {
+		return info, nil // unsupported, or a file the host cannot read: as on disk
 	}
 	info.Size, info.Version = int64(len(text)), ContentVersion([]byte(text))
 	return info, nil
@@ -132,12 +130,12 @@ func (t *through) Open(ctx context.Context, path string) (io.ReadCloser, FileInf
 	}
 	text, err := t.readText(ctx, path)
 	switch {
-	case errors.Is(err, errors.ErrUnsupported):
-		return t.local.Open(ctx, path)
-	case err != nil && !info.Exists:
+	case err != nil && !info.Exists && !errors.Is(err, errors.ErrUnsupported):
 		return nil, FileInfo{}, &fs.PathError{Op: "open", Path: path, Err: fs.ErrNotExist}
 	case err != nil:
-		return nil, FileInfo{}, &fs.PathError{Op: "open", Path: path, Err: err}
+		// Unsupported, or a file the host cannot read (a binary one): the
+		// disk's, as Stat describes it too.
+		return t.local.Open(ctx, path)
 	}
 	b := []byte(text)
 	info.Exists, info.Regular, info.Size, info.Version = true, true, int64(len(b)), ContentVersion(b)

@@ -20,6 +20,7 @@ import (
 // request recorded. Without read or write it answers ErrUnsupported.
 type bufferHost struct {
 	read, write bool
+	fail        bool // every read fails (as for a binary file)
 
 	mu      sync.Mutex
 	buffers map[string]string
@@ -33,6 +34,9 @@ func (h *bufferHost) ReadText(_ context.Context, path string) (string, error) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	h.reqs = append(h.reqs, "read "+filepath.Base(path))
+	if h.fail {
+		return "", errors.New("cannot open a binary file")
+	}
 	if b, ok := h.buffers[path]; ok {
 		return b, nil
 	}
@@ -60,6 +64,13 @@ func (h *bufferHost) requests() []string {
 	out := append([]string{}, h.reqs...)
 	h.reqs = nil
 	return out
+}
+
+func mustLocal(t *testing.T, root string) *localfs.FS {
+	t.Helper()
+	l, err := localfs.New(root)
+	require.NoError(t, err)
+	return l
 }
 
 func through(t *testing.T, h *bufferHost) (capabilities.Files, string, string) {
@@ -137,12 +148,25 @@ func TestThroughRefusesBeforeAskingAndFallsBackPerMethod(t *testing.T) {
 	assert.ErrorIs(t, err, fs.ErrNotExist)
 	assert.Equal(t, []string{"read new.txt"}, h.requests())
 
+	// A file on disk the editor cannot read is read from the disk.
+	bin := filepath.Join(root, "bin")
+	require.NoError(t, os.WriteFile(bin, []byte{0, 1, 2}, 0o644))
+	failing := &bufferHost{read: true, write: true, buffers: map[string]string{}, fail: true}
+	files2 := capabilities.Through(mustLocal(t, root), failing)
+	b, info, err := capabilities.ReadFile(ctx, files2, bin)
+	require.NoError(t, err)
+	assert.Equal(t, []byte{0, 1, 2}, b)
+	st, err := files2.Stat(ctx, bin)
+	require.NoError(t, err)
+	assert.Equal(t, info.Version, st.Version, "Stat and Open agree on the disk's version")
+	assert.Equal(t, []string{"read bin", "read bin"}, failing.requests())
+
 	// Reads only: writes land on the disk.
 	ro := &bufferHost{read: true, buffers: map[string]string{}}
 	files, root, _ = through(t, ro)
 	a := filepath.Join(root, "a.txt")
 	require.NoError(t, files.WriteFile(ctx, a, []byte("local")))
-	b, err := os.ReadFile(a)
+	b, err = os.ReadFile(a)
 	require.NoError(t, err)
 	assert.Equal(t, "local", string(b))
 	assert.Empty(t, ro.requests())
@@ -151,7 +175,7 @@ func TestThroughRefusesBeforeAskingAndFallsBackPerMethod(t *testing.T) {
 	files, root, _ = through(t, none)
 	a = filepath.Join(root, "a.txt")
 	require.NoError(t, os.WriteFile(a, []byte("x"), 0o644))
-	_, info, err := capabilities.ReadFile(ctx, files, a)
+	_, info, err = capabilities.ReadFile(ctx, files, a)
 	require.NoError(t, err)
 	assert.NotContains(t, info.Version, "sha256:")
 }
