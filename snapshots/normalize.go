@@ -15,6 +15,12 @@ const (
 	SystemToken        = "{{system}}"
 	ToolsToken         = "{{tools}}"
 	MessagePrefixToken = "{{messagePrefix}}"
+	// TerminalCommandToken and TerminalArgsToken stand for the command and
+	// args of a terminal/create request: the agent's confined argv, which
+	// depends on the machine (the sandbox backend and its paths, the
+	// session's private /tmp, the environment behind env -i).
+	TerminalCommandToken = "{{terminalCommand}}"
+	TerminalArgsToken    = "{{terminalArgs}}"
 )
 
 // uuidPattern is upstream's /[0-9a-f]{8}-…-[0-9a-f]{12}/gi.
@@ -82,7 +88,9 @@ func joinLines(values []*JSValue) []byte {
 // non-blank line must be JSON (stdout purity) or an error naming the line is
 // returned; every frame with a non-null "id" gets a sequence number, starting
 // at 1, assigned by first appearance of the id's JSON serialization over all
-// frames; every string is scrubbed (ScrubString); in the initialize response
+// frames; a terminal/create request's command and args become
+// {{terminalCommand}} and {{terminalArgs}}; every string is scrubbed
+// (ScrubString); in the initialize response
 // (a result object holding "protocolVersion") the values of "agentInfo" and
 // "agentCapabilities", when present, become "{{agent}}". Each frame is
 // written JavaScript-style on its own line with a trailing "\n". The
@@ -107,6 +115,7 @@ func NormalizeStdout(stdout []byte, cwd string, sessionIDs []string) ([]byte, er
 		f.Set("id", NewJSNumber(float64(n)))
 	}
 	for _, f := range frames {
+		scrubTerminalCreate(f)
 		Scrub(f, cwd, sessionIDs)
 		if res, ok := f.Get("result"); ok && res.Has("protocolVersion") {
 			for _, k := range []string{"agentInfo", "agentCapabilities"} {
@@ -152,6 +161,21 @@ func NormalizeLog(log []byte, cwd string, sessionIDs []string, scrubHeaders bool
 		Scrub(v, cwd, sessionIDs)
 	}
 	return joinLines(lines), nil
+}
+
+// scrubTerminalCreate replaces the command and args of a terminal/create
+// request by their tokens (other frames are left alone).
+func scrubTerminalCreate(f *JSValue) {
+	if m, _ := member(f, "method").StringValue(); m != "terminal/create" {
+		return
+	}
+	params := member(f, "params")
+	if params.Has("command") {
+		params.Set("command", NewJSString(TerminalCommandToken))
+	}
+	if params.Has("args") {
+		params.Set("args", NewJSString(TerminalArgsToken))
+	}
 }
 
 // member returns an object member or nil (a nil *JSValue is null).
