@@ -11,6 +11,7 @@ import (
 	"sync"
 	"syscall"
 	"time"
+	"unicode/utf8"
 
 	"github.com/dsh-acp/dsh-acp/capabilities"
 	"github.com/dsh-acp/dsh-acp/sandbox"
@@ -245,7 +246,22 @@ func terminalResult(out capabilities.TerminalOutput, st capabilities.ExitStatus,
 	case code != 0:
 		markers = append(markers, "[exit code: "+strconv.Itoa(code)+"]")
 	}
-	return resultText(capture{text: out.Output, truncated: out.Truncated}, capture{}, markers), nil
+	return resultText(tailCapture(out), capture{}, markers), nil
+}
+
+// tailCapture is the terminal's output as a stream capture, bounded to
+// TailBytes on our side too (a host may keep more than it was asked to),
+// cut at a whole UTF-8 sequence.
+func tailCapture(out capabilities.TerminalOutput) capture {
+	c := capture{text: out.Output, truncated: out.Truncated}
+	if len(c.text) > TailBytes {
+		i := len(c.text) - TailBytes
+		for i < len(c.text) && !utf8.RuneStart(c.text[i]) {
+			i++
+		}
+		c.text, c.truncated = c.text[i:], true
+	}
+	return c
 }
 
 // signalName spells a host's signal the way local results do ("SIGKILL"):

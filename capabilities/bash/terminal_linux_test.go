@@ -469,3 +469,14 @@ type failingTerminals struct{}
 func (failingTerminals) Create(context.Context, capabilities.TerminalCommand) (capabilities.Terminal, error) {
 	return nil, errors.New("the editor refused")
 }
+
+func TestTerminalOutputIsBoundedOnOurSide(t *testing.T) {
+	big := strings.Repeat("é", TailBytes) // twice the bound, in bytes
+	c := tailCapture(capabilities.TerminalOutput{Output: "start" + big})
+	require.True(t, c.truncated)
+	require.Len(t, c.text, TailBytes)
+	require.True(t, strings.HasPrefix(c.text, "é"))
+	require.Equal(t, c.text+"\n[output truncated; full output: (unavailable)]", streamText(c))
+	small := tailCapture(capabilities.TerminalOutput{Output: "ok\n", Truncated: true})
+	require.Equal(t, "ok\n\n[output truncated; full output: (unavailable)]", streamText(small))
+}
