@@ -140,17 +140,6 @@ func (c *client) call(ctx context.Context, method string, params any) (frame, er
 // notify sends a notification.
 func (c *client) notify(method string, params any) error { return c.conn.Notify(method, params) }
 
-// chunks counts the agent_message_chunk updates received so far.
-func (c *client) chunks() int {
-	n := 0
-	for _, u := range c.conn.Updates() {
-		if u.Kind == "agent_message_chunk" {
-			n++
-		}
-	}
-	return n
-}
-
 // awaitChunk waits for an agent_message_chunk after the first n updates.
 func (c *client) awaitChunk(ctx context.Context, n int) error {
 	_, _, err := c.conn.WaitUpdate(ctx, n, func(u acpclient.Update) bool { return u.Kind == "agent_message_chunk" })

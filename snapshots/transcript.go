@@ -1,8 +1,6 @@
 package snapshots
 
 import (
-	"bufio"
-	"bytes"
 	"encoding/json"
 	"fmt"
 	"strings"
@@ -206,16 +204,4 @@ func clipLines(s string, n int) string {
 		return s
 	}
 	return strings.Join(ls[:n], "\n") + fmt.Sprintf("\n… (%d more lines)", len(ls)-n)
-}
-
-func lines(b []byte) [][]byte {
-	var out [][]byte
-	sc := bufio.NewScanner(bytes.NewReader(b))
-	sc.Buffer(make([]byte, 1<<20), 1<<30)
-	for sc.Scan() {
-		if l := bytes.TrimSpace(sc.Bytes()); len(l) > 0 {
-			out = append(out, append([]byte(nil), l...))
-		}
-	}
-	return out
 }
