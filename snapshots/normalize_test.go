@@ -40,6 +40,7 @@ func upstreamScenarios(t *testing.T) []string {
 const testUUID = "539aa64c-7f37-40ff-abd8-ed45b717be1b"
 
 func TestScrubString(t *testing.T) {
+	t.Parallel()
 	cwd := "/tmp/acp-snap-cwd-" + testUUID
 	ids := []string{"sess-1", "", "9F3A"}
 	cases := []struct{ in, want string }{
@@ -61,6 +62,7 @@ func TestScrubString(t *testing.T) {
 }
 
 func TestScrubLeavesKeys(t *testing.T) {
+	t.Parallel()
 	v, err := ParseJS([]byte(`{"` + testUUID + `":"` + testUUID + `","n":[1,"/c/x"]}`))
 	require.NoError(t, err)
 	Scrub(v, "/c", nil)
@@ -68,6 +70,7 @@ func TestScrubLeavesKeys(t *testing.T) {
 }
 
 func TestNormalizeStdoutRenumbers(t *testing.T) {
+	t.Parallel()
 	in := strings.Join([]string{
 		`{"jsonrpc":"2.0","id":0,"result":{"protocolVersion":1,"agentInfo":{"name":"x"},"authMethods":[],"agentCapabilities":{"loadSession":true}}}`,
 		``,
@@ -107,6 +110,7 @@ func TestNormalizeStdoutRenumbers(t *testing.T) {
 }
 
 func TestNormalizeStdoutPurity(t *testing.T) {
+	t.Parallel()
 	_, err := NormalizeStdout([]byte("{\"id\":0,\"result\":{}}\nhello world\n"), "", nil)
 	require.Error(t, err)
 	require.Contains(t, err.Error(), "stdout line 2")
@@ -114,6 +118,7 @@ func TestNormalizeStdoutPurity(t *testing.T) {
 }
 
 func TestNormalizeLog(t *testing.T) {
+	t.Parallel()
 	in := strings.Join([]string{
 		`{"type":"session","version":0,"id":"sess-A","createdAt":1783600629539,"cwd":"/tmp/c"}`,
 		`{"type":"turn/start","seq":0,"time":1783600629541,"data":{"turn":1,"path":"/tmp/c/f","call":"` + testUUID + `"}}`,
@@ -157,6 +162,7 @@ func TestNormalizeLog(t *testing.T) {
 }
 
 func TestLogIdentity(t *testing.T) {
+	t.Parallel()
 	id, cwd := LogIdentity([]byte("\n{\"type\":\"session\",\"version\":0,\"id\":\"00000000-0000-0000-0000-000000000000\",\"createdAt\":0}\n"))
 	require.Equal(t, "00000000-0000-0000-0000-000000000000", id)
 	require.Empty(t, cwd)
@@ -171,9 +177,11 @@ func TestLogIdentity(t *testing.T) {
 // stdout only introduces the {{agent}} token, and that normalizing each
 // session log (with its own identity and the header scrub) is stable.
 func TestUpstreamGoldensAreFixedPoints(t *testing.T) {
+	t.Parallel()
 	for _, dir := range upstreamScenarios(t) {
 		name, _ := filepath.Rel(filepath.Join(dir, "..", ".."), dir)
 		t.Run(name, func(t *testing.T) {
+			t.Parallel()
 			logs, err := filepath.Glob(filepath.Join(dir, "session*.jsonl"))
 			require.NoError(t, err)
 			var ids []string
