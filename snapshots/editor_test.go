@@ -110,6 +110,7 @@ func TestTerminalScenarioRunsCommandsInTheClientsTerminal(t *testing.T) {
 	require.NoError(t, err)
 	r := Run(context.Background(), sc, InProcess{Version: "test"}, Options{Timeout: 30 * time.Second, Update: true})
 	require.True(t, r.Passed, r.Message)
+	validateTimeline(t, r.Timeline) // terminal/* requests included
 
 	require.Len(t, r.Terminals, 2, "%s", r.Logs)
 	for _, tm := range r.Terminals {
