@@ -114,13 +114,16 @@ type confinement struct {
 }
 
 // prepare confines the command of sp for mode; danger-full-access runs it
-// unwrapped. tmp is the session's temp dir, used when SessionTmp is set.
-// Unavailability is a coded SandboxUnavailableError.
+// unwrapped. The session's extra workspace roots (Host.Roots) are writable
+// like the root under workspace-write. tmp is the session's temp dir, used
+// when SessionTmp is set. Unavailability is a coded
+// SandboxUnavailableError.
 func (sb *Sandboxing) prepare(ctx context.Context, call *capabilities.Call, sp *spec, mode string, tmp *sessionTmp) (*confinement, error) {
 	if mode == string(sandbox.DangerFullAccess) {
 		return nil, nil
 	}
-	policy := sandbox.Policy{Mode: sandbox.Mode(mode), WorkspaceRoot: sb.Root(call)}
+	policy := sandbox.Policy{Mode: sandbox.Mode(mode), WorkspaceRoot: sb.Root(call),
+		ExtraRoots: capabilities.HostOf(call.Session).Roots}
 	if sb.SessionTmp {
 		dir, err := tmp.path()
 		if err != nil {
