@@ -67,13 +67,22 @@ func (g *Glob) Run(ctx context.Context, call *capabilities.Call) (capabilities.R
 	if err != nil {
 		return capabilities.Result{}, err
 	}
-	dir, pathArg := target(call, a.Path)
-	var paths []string
-	r, err := g.opts.exec(ctx, call, dir, g.argv(rg, a, pathArg), budget, func(line []byte) error {
+	scopes, err := g.opts.scopes(ctx, call, a.Path)
+	if err != nil {
+		return capabilities.Result{}, err
+	}
+	var (
+		paths []string
+		from  = map[string]int{} // path → the scope that printed it
+	)
+	argv := func(sc scope) []string { return g.argv(rg, a, sc.arg) }
+	r, err := g.opts.execAll(ctx, call, scopes, argv, budget, func(i int, line []byte) error {
 		if len(paths) >= g.opts.MaxResults {
 			return errStop
 		}
-		paths = append(paths, string(line))
+		p := string(line)
+		paths = append(paths, p)
+		from[p] = i
 		return nil
 	})
 	if err != nil {
@@ -85,7 +94,13 @@ func (g *Glob) Run(ctx context.Context, call *capabilities.Call) (capabilities.R
 	if !r.stopped && !r.timedOut && r.exitCode == 2 && len(paths) == 0 {
 		return capabilities.Result{}, fmt.Errorf("glob failed: %s", rgError(r.stderr))
 	}
-	sort.Strings(paths)
+	// The cwd's paths first, then each extra root's, each sorted.
+	sort.Slice(paths, func(i, j int) bool {
+		if from[paths[i]] != from[paths[j]] {
+			return from[paths[i]] < from[paths[j]]
+		}
+		return paths[i] < paths[j]
+	})
 	text := strings.Join(paths, "\n")
 	var notes []string
 	if len(paths) == 0 && !r.timedOut {

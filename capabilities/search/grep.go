@@ -73,9 +73,10 @@ func (g *Grep) argv(rg string, a grepArgs, pathArg string) []string {
 
 // match is one matched line.
 type match struct {
-	path string
-	line int
-	text string
+	scope int // the scope that printed it (the cwd's first)
+	path  string
+	line  int
+	text  string
 }
 
 // rgMessage is the part of an `rg --json` line grep reads.
@@ -122,7 +123,11 @@ func (g *Grep) Run(ctx context.Context, call *capabilities.Call) (capabilities.R
 	if err != nil {
 		return capabilities.Result{}, err
 	}
-	dir, pathArg := target(call, a.Path)
+	scopes, err := g.opts.scopes(ctx, call, a.Path)
+	if err != nil {
+		return capabilities.Result{}, err
+	}
+	argv := func(sc scope) []string { return g.argv(rg, a, sc.arg) }
 	var (
 		matches  []match
 		files    = map[string]bool{}
@@ -131,7 +136,7 @@ func (g *Grep) Run(ctx context.Context, call *capabilities.Call) (capabilities.R
 		perFile  = map[string]int{}
 		maxTotal = g.opts.MaxResults
 	)
-	r, err := g.opts.exec(ctx, call, dir, g.argv(rg, a, pathArg), budget, func(line []byte) error {
+	r, err := g.opts.execAll(ctx, call, scopes, argv, budget, func(i int, line []byte) error {
 		var m rgMessage
 		if err := json.Unmarshal(line, &m); err != nil {
 			if len(line) >= maxRecord {
@@ -151,7 +156,7 @@ func (g *Grep) Run(ctx context.Context, call *capabilities.Call) (capabilities.R
 		if perFile[p] >= g.opts.PerFile {
 			capped[p] = true
 		}
-		matches = append(matches, match{path: p, line: m.Data.LineNumber, text: clip(trimEOL(m.Data.Lines.String()), g.opts.MaxLine)})
+		matches = append(matches, match{scope: i, path: p, line: m.Data.LineNumber, text: clip(trimEOL(m.Data.Lines.String()), g.opts.MaxLine)})
 		return nil
 	})
 	if err != nil {
@@ -167,6 +172,9 @@ func (g *Grep) Run(ctx context.Context, call *capabilities.Call) (capabilities.R
 		return capabilities.Result{}, fmt.Errorf("grep failed (rg exit %d): %s", r.exitCode, rgError(r.stderr))
 	}
 	sort.SliceStable(matches, func(i, j int) bool {
+		if matches[i].scope != matches[j].scope {
+			return matches[i].scope < matches[j].scope
+		}
 		if matches[i].path != matches[j].path {
 			return matches[i].path < matches[j].path
 		}

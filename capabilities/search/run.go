@@ -42,7 +42,8 @@ var errStop = errors.New("enough results")
 func (o Options) exec(ctx context.Context, call *capabilities.Call, dir string, argv []string, budget time.Duration, each func(line []byte) error) (run, error) {
 	var setup func(*exec.Cmd)
 	if sb := o.Sandbox; sb != nil {
-		policy := sandbox.Policy{Mode: sandbox.Mode(sb.Mode(call)), WorkspaceRoot: sb.Root(call)}
+		policy := sandbox.Policy{Mode: sandbox.Mode(sb.Mode(call)), WorkspaceRoot: sb.Root(call),
+			ExtraRoots: capabilities.HostOf(call.Session).Roots}
 		c, err := sb.Confiner.Confine(ctx, argv, policy)
 		if err != nil {
 			return run{}, err
@@ -135,6 +136,54 @@ func (o Options) exec(ctx context.Context, call *capabilities.Call, dir string, 
 		return r, fmt.Errorf("search: wait for rg: %w", werr)
 	}
 	return r, nil
+}
+
+// execAll runs argv(scope) for each scope in turn within one budget,
+// feeding each stdout line to each with the scope's index. The combined
+// run is stopped or timed out when one run was (later scopes then do not
+// run), its exit code the gravest (an odd code, then 2, then 0, then 1)
+// and its stderr every run's.
+func (o Options) execAll(ctx context.Context, call *capabilities.Call, scopes []scope, argv func(sc scope) []string,
+	budget time.Duration, each func(i int, line []byte) error) (run, error) {
+	deadline := time.Now().Add(budget)
+	all := run{exitCode: 1}
+	var stderr []string
+	for i, sc := range scopes {
+		left := time.Until(deadline)
+		if left <= 0 {
+			all.timedOut = true
+			break
+		}
+		r, err := o.exec(ctx, call, sc.dir, argv(sc), left, func(line []byte) error { return each(i, line) })
+		if err != nil {
+			return all, err
+		}
+		if i == 0 || gravity(r.exitCode) > gravity(all.exitCode) {
+			all.exitCode = r.exitCode
+		}
+		if r.stderr != "" {
+			stderr = append(stderr, r.stderr)
+		}
+		all.stopped, all.timedOut = r.stopped, r.timedOut
+		if r.stopped || r.timedOut {
+			break
+		}
+	}
+	all.stderr = strings.Join(stderr, "\n")
+	return all, nil
+}
+
+// gravity orders rg exit codes: no match, match, error, anything else.
+func gravity(code int) int {
+	switch code {
+	case 1:
+		return 0
+	case 0:
+		return 1
+	case 2:
+		return 2
+	}
+	return 3
 }
 
 // readRecord reads one line without its newline, keeping at most

@@ -2,7 +2,9 @@
 // templates run through the session's confined process path (the same
 // sandbox.Provider.Confine the bash tool and hooks use), never through a
 // shell. grep parses `rg --json`; both bound what they return and say
-// what they cut.
+// what they cut. A search covers the session's workspace (its cwd and its
+// extra roots, capabilities.Host.Roots); a path outside every root goes to
+// the Gate, as a read there would.
 package search
 
 import (
@@ -16,6 +18,7 @@ import (
 
 	"github.com/dsh-acp/dsh-acp/capabilities"
 	"github.com/dsh-acp/dsh-acp/capabilities/bash"
+	"github.com/dsh-acp/dsh-acp/capabilities/fs"
 	"github.com/dsh-acp/dsh-acp/sandbox"
 )
 
@@ -57,6 +60,10 @@ type Sandboxing struct {
 type Options struct {
 	// Sandbox confines every run (nil: rg runs unconfined).
 	Sandbox *Sandboxing
+	// Gate decides on a path outside every workspace root, as for the
+	// read tool (fs.ModeGate: the session's sandbox mode, asking the
+	// user); nil: any path is searched as given.
+	Gate fs.Gate
 	// RG is the ripgrep binary: a path, or a name looked up in PATH
 	// (default "rg").
 	RG string
@@ -134,22 +141,6 @@ func (o Options) budget(ms *float64) (time.Duration, error) {
 	}
 	d := time.Duration(*ms * float64(time.Millisecond))
 	return min(d, o.MaxTimeout), nil
-}
-
-// target resolves the call's search path: the session cwd when empty,
-// else the path against it. It returns the directory rg runs in and the
-// positional path argument ("" = none, so rg prints paths relative to the
-// cwd without a "./" prefix).
-func target(call *capabilities.Call, p string) (dir, arg string) {
-	dir = "."
-	if call.Session != nil {
-		dir = call.Session.Cwd()
-	}
-	p = strings.TrimSpace(p)
-	if p == "" || p == "." {
-		return dir, ""
-	}
-	return dir, p
 }
 
 // selectFiles is the fixed argv fragment that limits a search to files
