@@ -8,6 +8,9 @@ import (
 	"time"
 
 	"github.com/dsh-acp/dsh-acp/agent"
+	"github.com/dsh-acp/dsh-acp/approval"
+	"github.com/dsh-acp/dsh-acp/capabilities/plan"
+	"github.com/dsh-acp/dsh-acp/sandbox"
 )
 
 // Config option ids.
@@ -26,23 +29,18 @@ const (
 	optionTools = agent.KnobToolMode
 )
 
-var (
-	sandboxModes     = []string{"read-only", "workspace-write", "danger-full-access"}
-	approvalPolicies = []string{"ask", "never"}
-)
-
 // choice is one value of an option as the editor's user sees it.
 type choice struct{ value, name, description string }
 
 var (
 	sandboxChoices = []choice{
-		{"read-only", "Read only", "Commands and file tools may read but change nothing on disk; a write asks first. The network is not restricted."},
-		{"workspace-write", "Workspace", "Commands and file tools may change the project and the session's /tmp; writes elsewhere ask first. Reads and the network are not restricted."},
-		{"danger-full-access", "Full access", "Commands run unconfined and file tools reach any path, without asking. Use with care."},
+		{string(sandbox.ReadOnly), "Read only", "Commands and file tools may read but change nothing on disk; a write asks first. The network is not restricted."},
+		{string(sandbox.WorkspaceWrite), "Workspace", "Commands and file tools may change the project and the session's /tmp; writes elsewhere ask first. Reads and the network are not restricted."},
+		{string(sandbox.DangerFullAccess), "Full access", "Commands run unconfined and file tools reach any path, without asking. Use with care."},
 	}
 	approvalChoices = []choice{
-		{"ask", "Ask me", "Permission requests reach you, and you decide each one."},
-		{"never", "Never ask", "Permission requests are rejected without asking; the agent works within the sandbox."},
+		{string(approval.PolicyAsk), "Ask me", "Permission requests reach you, and you decide each one."},
+		{string(approval.PolicyNever), "Never ask", "Permission requests are rejected without asking; the agent works within the sandbox."},
 	}
 	thinkingChoices = []choice{
 		{agent.ThinkingEnabled, "On", "The model reasons before it answers: slower, better at hard problems."},
@@ -55,7 +53,7 @@ var (
 	}
 	modeChoices = map[string]choice{
 		agent.DefaultMode: {agent.DefaultMode, "Default", "The agent reads, edits and runs commands within the sandbox."},
-		"plan":            {"plan", "Plan", "Read-only: the agent investigates and presents a plan for your approval before changing anything."},
+		plan.ModeID:       {plan.ModeID, "Plan", "Read-only: the agent investigates and presents a plan for your approval before changing anything."},
 	}
 )
 
@@ -202,20 +200,20 @@ func upstreamOptions(values optionValues) []ConfigOption {
 	if v, ok := values(optionSandbox); ok {
 		out = append(out, ConfigOption{ID: optionSandbox, Name: "Sandbox",
 			Description: "The file sandbox mode bash commands in this session run under.",
-			Category:    "mode", Type: "select", CurrentValue: v, Options: selectOptions(sandboxModes)})
+			Category:    "mode", Type: "select", CurrentValue: v, Options: selectOptions(sandbox.Modes())})
 	}
 	if v, ok := values(optionApproval); ok {
 		out = append(out, ConfigOption{ID: optionApproval, Name: "Approvals",
 			Description: "ask: permission prompts reach you; never: they are rejected automatically.",
-			Type:        "select", CurrentValue: v, Options: selectOptions(approvalPolicies)})
+			Type:        "select", CurrentValue: v, Options: selectOptions(approval.Policies())})
 	}
 	return out
 }
 
-func selectOptions(values []string) []SelectOption {
+func selectOptions[V ~string](values []V) []SelectOption {
 	out := make([]SelectOption, len(values))
 	for i, v := range values {
-		out[i] = SelectOption{Value: v, Name: v}
+		out[i] = SelectOption{Value: string(v), Name: string(v)}
 	}
 	return out
 }
@@ -248,11 +246,11 @@ func (s *Server) setConfigOption(params json.RawMessage) (any, error) {
 	quoted, _ := marshal(value)
 	switch req.ConfigID {
 	case optionSandbox:
-		if _, ok := ls.s.Knob(optionSandbox); !ok || !slices.Contains(sandboxModes, value) {
+		if _, ok := ls.s.Knob(optionSandbox); !ok || !sandbox.Mode(value).Valid() {
 			return nil, invalidParams("unknown sandbox-mode value %s", quoted)
 		}
 	case optionApproval:
-		if _, ok := ls.s.Knob(optionApproval); !ok || !slices.Contains(approvalPolicies, value) {
+		if _, ok := ls.s.Knob(optionApproval); !ok || !approval.Policy(value).Valid() {
 			return nil, invalidParams("unknown approval-policy value %s", quoted)
 		}
 	case optionModel, optionThinking:

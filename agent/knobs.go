@@ -123,12 +123,12 @@ func (s *Session) knobModel() string {
 func (s *Session) knobDefault(id string) (string, bool) {
 	switch id {
 	case KnobSandboxMode:
-		return s.rt.cfg.SandboxDefault, s.rt.cfg.SandboxDefault != ""
+		return string(s.rt.cfg.SandboxDefault), s.rt.cfg.SandboxDefault != ""
 	case KnobApprovalPolicy:
 		if s.rt.cfg.Approval == nil {
 			return "", false
 		}
-		return s.rt.cfg.Approval.DefaultPolicy(), true
+		return string(s.rt.cfg.Approval.DefaultPolicy()), true
 	case KnobModel:
 		return s.rt.cfg.Model, s.rt.cfg.ModelKnobs
 	case KnobThinking:

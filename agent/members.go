@@ -160,7 +160,7 @@ func (in injections) PrepareStep(context.Context, pipeline.Session, pipeline.Ste
 // changed since it was last told (sandbox-approval-modes § 6).
 type narrator struct {
 	s    *Session
-	told string // the policy the model was last told ("" = not yet)
+	told approval.Policy // the policy the model was last told ("" = not yet)
 }
 
 // Name implements pipeline.Namer.

@@ -2,8 +2,10 @@ package agent
 
 import (
 	"fmt"
+	"slices"
 	"strings"
 
+	"github.com/dsh-acp/dsh-acp/capabilities/plan"
 	"github.com/dsh-acp/dsh-acp/session"
 )
 
@@ -16,16 +18,28 @@ type ModeDef struct {
 	ID string
 	// Allow lists the tools the mode offers and permits.
 	Allow []string
+	// Only lists the tools offered in this mode alone (no other mode,
+	// the default included, offers them).
+	Only []string
+	// Refusal, when set, is the error a refused tool call gets; %q is the
+	// tool's name. Else "tool %q is not available in %q mode".
+	Refusal string
 	// Policy is the mode:policy prompt section text.
 	Policy string
 }
 
 // PlanMode returns the built-in plan mode: read-only tools and the
-// exit_plan_mode review.
+// exit_plan_mode review, offered in plan mode only.
 func PlanMode() ModeDef {
-	return ModeDef{ID: "plan", Allow: []string{"read", "todo_write", "web_search", "web_fetch", "exit_plan_mode", "glob", "grep", "skill"},
+	return ModeDef{ID: plan.ModeID,
+		// web_fetch and web_search are mounted by the default composition
+		// (web_search once a provider is configured); a tool the
+		// composition does not mount is never offered, listed or not.
+		Allow:   []string{"read", "todo_write", "web_search", "web_fetch", plan.ToolName, "glob", "grep", "skill"},
+		Only:    []string{plan.ToolName},
+		Refusal: "tool %q is not available in plan mode; continue planning and present your plan with " + plan.ToolName + " when ready",
 		Policy: "You are in plan mode. Investigate with the read-only tools you have, work out a concrete plan, and " +
-			"present it with exit_plan_mode. Do not try to change files or run commands until the user approves the plan."}
+			"present it with " + plan.ToolName + ". Do not try to change files or run commands until the user approves the plan."}
 }
 
 // Modes lists a session's modes: default first, then the configured ones.
@@ -123,16 +137,19 @@ func (r *Runtime) allowedIn(m, name string) (bool, string) {
 			return true, ""
 		}
 	}
-	if m == "plan" {
-		return false, fmt.Sprintf("tool %q is not available in plan mode; continue planning and present your plan with exit_plan_mode when ready", name)
+	if def.Refusal != "" {
+		return false, fmt.Sprintf(def.Refusal, name)
 	}
 	return false, fmt.Sprintf("tool %q is not available in %q mode", name, m)
 }
 
-// offeredIn reports whether tool name is on the wire in mode m.
+// offeredIn reports whether tool name is on the wire in mode m: a tool
+// some mode offers alone only in that mode, any other as m allows.
 func (r *Runtime) offeredIn(m, name string) bool {
-	if name == "exit_plan_mode" {
-		return m == "plan"
+	for _, def := range r.cfg.Modes {
+		if slices.Contains(def.Only, name) {
+			return def.ID == m
+		}
 	}
 	ok, _ := r.allowedIn(m, name)
 	return ok

@@ -14,6 +14,7 @@ import (
 	"github.com/dsh-acp/dsh-acp/agent/pipeline"
 	"github.com/dsh-acp/dsh-acp/approval"
 	"github.com/dsh-acp/dsh-acp/capabilities"
+	"github.com/dsh-acp/dsh-acp/sandbox"
 	"github.com/dsh-acp/dsh-acp/session"
 )
 
@@ -39,7 +40,7 @@ type Config struct {
 	Log zerolog.Logger
 	// SandboxDefault is the default sandbox mode when bash commands are
 	// confined ("" = no sandbox-mode knob).
-	SandboxDefault string
+	SandboxDefault sandbox.Mode
 	// Approval is the approval service (nil = none composed).
 	Approval *approval.Service
 	// Modes are the configured session modes besides default (nil = the

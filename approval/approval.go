@@ -27,11 +27,23 @@ const (
 	Unavailable   Outcome = "unavailable"
 )
 
-// Policies.
+// Policy is an approval policy: whether permission requests reach the user
+// (sandbox-approval-modes.md § 2).
+type Policy string
+
+// The approval policies.
 const (
-	PolicyAsk   = "ask"
-	PolicyNever = "never"
+	// PolicyAsk asks the user (through the answerers) for each request.
+	PolicyAsk Policy = "ask"
+	// PolicyNever rejects every request without asking.
+	PolicyNever Policy = "never"
 )
+
+// Policies returns the approval policies in menu order.
+func Policies() []Policy { return []Policy{PolicyAsk, PolicyNever} }
+
+// Valid reports whether p is one of the approval policies.
+func (p Policy) Valid() bool { return p == PolicyAsk || p == PolicyNever }
 
 // Request is one thing a tool wants approved.
 type Request struct {
@@ -49,12 +61,12 @@ type Answerer interface {
 // Service resolves approval requests for sessions.
 type Service struct {
 	answerers     []Answerer
-	defaultPolicy string
+	defaultPolicy Policy
 	newID         func() string
 }
 
 // NewService returns a service with the composition's default policy.
-func NewService(defaultPolicy string, newID func() string, answerers ...Answerer) *Service {
+func NewService(defaultPolicy Policy, newID func() string, answerers ...Answerer) *Service {
 	return &Service{answerers: answerers, defaultPolicy: defaultPolicy, newID: newID}
 }
 
@@ -62,20 +74,20 @@ func NewService(defaultPolicy string, newID func() string, answerers ...Answerer
 func (s *Service) AddAnswerer(a Answerer) { s.answerers = append(s.answerers, a) }
 
 // DefaultPolicy is the composition's policy before any switch.
-func (s *Service) DefaultPolicy() string { return s.defaultPolicy }
+func (s *Service) DefaultPolicy() Policy { return s.defaultPolicy }
 
 // Policy returns the effective policy of a log: its last approval/policy
 // event, else the default.
-func (s *Service) Policy(events []session.Event) string {
+func (s *Service) Policy(events []session.Event) Policy {
 	return Fold(events, s.defaultPolicy)
 }
 
 // Fold returns the last approval/policy in events, else def.
-func Fold(events []session.Event, def string) string {
+func Fold(events []session.Event, def Policy) Policy {
 	for i := len(events) - 1; i >= 0; i-- {
 		if events[i].Type == session.TypeApprovalPolicy {
 			var p struct {
-				Policy string `json:"policy"`
+				Policy Policy `json:"policy"`
 			}
 			if events[i].Decode(&p) == nil {
 				return p.Policy
@@ -163,7 +175,7 @@ const NeverSection = "Approval prompts are off in this session: anything that ne
 
 // Narration returns the notice for a policy change the model has not been
 // told about.
-func Narration(told, current string, byUser bool) string {
+func Narration(told, current Policy, byUser bool) string {
 	cause := "changed by the operator/config"
 	if byUser {
 		cause = "changed by the user"

@@ -1,6 +1,7 @@
 package composition
 
 import (
+	"github.com/dsh-acp/dsh-acp/agent"
 	"github.com/dsh-acp/dsh-acp/capabilities"
 	"github.com/dsh-acp/dsh-acp/capabilities/code"
 )
@@ -14,7 +15,7 @@ func (c Composition) codeMode(tools []capabilities.Tool) []capabilities.Tool {
 		return tools
 	}
 	rc := code.Tool{Tools: append([]capabilities.Tool(nil), tools...), Progress: !c.Upstream}
-	if c.ToolMode == "code" {
+	if c.ToolMode == agent.ToolModeCode {
 		hidden := make([]capabilities.Tool, 0, len(tools)+1)
 		for _, t := range tools {
 			hidden = append(hidden, code.Hidden{Tool: t})

@@ -12,6 +12,7 @@ import (
 	"strings"
 
 	"github.com/dsh-acp/dsh-acp/agent"
+	"github.com/dsh-acp/dsh-acp/approval"
 	"github.com/dsh-acp/dsh-acp/capabilities"
 	"github.com/dsh-acp/dsh-acp/capabilities/ask"
 	"github.com/dsh-acp/dsh-acp/capabilities/bash"
@@ -54,9 +55,9 @@ type Composition struct {
 	Upstream bool `json:"upstream,omitempty"`
 	// Sandbox is the default sandbox mode of a confining bash executor
 	// ("" = commands are not confined).
-	Sandbox string `json:"sandbox,omitempty"`
+	Sandbox sandbox.Mode `json:"sandbox,omitempty"`
 	// Approval is the default approval policy ("" = no approval service).
-	Approval string `json:"approval,omitempty"`
+	Approval approval.Policy `json:"approval,omitempty"`
 	// Modes mounts the default/plan mode service.
 	Modes bool `json:"modes,omitempty"`
 	// Hooks mounts the Claude Code and Codex hook bridges.
@@ -65,7 +66,9 @@ type Composition struct {
 	RepeatGuard bool `json:"repeatGuard,omitempty"`
 	// Undo mounts the edit journal's /undo command.
 	Undo bool `json:"undo,omitempty"`
-	// ToolMode is "native" (default), "code" or "both".
+	// ToolMode is agent.ToolModeNative (default), ToolModeCode or
+	// ToolModeBoth: how the upstream compositions' tools reach the model
+	// (the default composition offers it as a knob instead).
 	ToolMode string `json:"toolMode,omitempty"`
 	// ContextWindow is the model's context window in tokens; positive
 	// values turn on the editor's context meter (usage_update).
@@ -114,7 +117,7 @@ func Builtin(name string) (Composition, bool) {
 	case "default":
 		return Composition{Name: "default", Model: DefaultModel, Persona: codingPersona, Hooks: true, RepeatGuard: true, Undo: true, Modes: true,
 			ContextWindow: 131072,
-			Sandbox:       "workspace-write", Approval: "ask",
+			Sandbox:       sandbox.WorkspaceWrite, Approval: approval.PolicyAsk,
 			Instructions: true, SpillBytes: capabilities.DefaultSpillCap, ToolTimeouts: &defaultTimeouts,
 			ParallelTools: []string{"read", "glob", "grep", "web_fetch"}, Hygiene: true, CompactAt: agent.DefaultCompactThreshold, CompactMaxTokens: 4096,
 			Tools: []string{FamilyFS, FamilyBash, FamilyTodo, FamilyPlan, FamilyAsk, FamilySubagent, FamilyWorkflow,
@@ -123,17 +126,17 @@ func Builtin(name string) (Composition, bool) {
 		return acpAgent, true
 	case "acp-agent-code-mode":
 		c := acpAgent
-		c.Name, c.ToolMode = name, "code"
+		c.Name, c.ToolMode = name, agent.ToolModeCode
 		c.Tools = append(append([]string{}, c.Tools...), FamilyRunCode)
 		return c, true
 	case "acp-agent-both-mode":
 		c := acpAgent
-		c.Name, c.ToolMode = name, "both"
+		c.Name, c.ToolMode = name, agent.ToolModeBoth
 		c.Tools = append(append([]string{}, c.Tools...), FamilyRunCode)
 		return c, true
 	case "sandbox-acp-agent":
 		return Composition{Name: name, Model: DefaultModel, Persona: sandboxPersona, Upstream: true,
-			Sandbox: "read-only", Approval: "ask", Tools: []string{FamilyBash}}, true
+			Sandbox: sandbox.ReadOnly, Approval: approval.PolicyAsk, Tools: []string{FamilyBash}}, true
 	case "plan-acp-agent":
 		return Composition{Name: name, Model: DefaultModel, Persona: codingPersona, Upstream: true, Modes: true,
 			Tools: []string{FamilyFS, FamilyTodo, FamilyPlan}}, true
@@ -189,18 +192,14 @@ func (c Composition) Validate() error {
 			return fmt.Errorf("composition %s: unknown tool family %q", c.Name, t)
 		}
 	}
-	switch c.Sandbox {
-	case "", "read-only", "workspace-write", "danger-full-access":
-	default:
+	if c.Sandbox != "" && !c.Sandbox.Valid() {
 		return fmt.Errorf("composition %s: unknown sandbox mode %q", c.Name, c.Sandbox)
 	}
-	switch c.Approval {
-	case "", "ask", "never":
-	default:
+	if c.Approval != "" && !c.Approval.Valid() {
 		return fmt.Errorf("composition %s: unknown approval policy %q", c.Name, c.Approval)
 	}
 	switch c.ToolMode {
-	case "", "native", "code", "both":
+	case "", agent.ToolModeNative, agent.ToolModeCode, agent.ToolModeBoth:
 	default:
 		return fmt.Errorf("composition %s: unknown tool mode %q", c.Name, c.ToolMode)
 	}
@@ -363,18 +362,18 @@ func (c Composition) envPolicy() bash.EnvPolicy {
 // composition default.
 func (c Composition) sessionMode(call *capabilities.Call) string {
 	if k := capabilities.HostOf(call.Session).Knobs; k != nil {
-		if v, ok := k.Knob("sandbox-mode"); ok {
+		if v, ok := k.Knob(agent.KnobSandboxMode); ok {
 			return v
 		}
 	}
-	return c.Sandbox
+	return string(c.Sandbox)
 }
 
 // rememberMode widens the calling session's sandbox mode after an "always
 // allow" answer.
 func rememberMode(call *capabilities.Call, mode string) {
 	if k := capabilities.HostOf(call.Session).Knobs; k != nil {
-		k.SetKnob("sandbox-mode", mode)
+		k.SetKnob(agent.KnobSandboxMode, mode)
 	}
 }
 

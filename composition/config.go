@@ -8,6 +8,9 @@ import (
 	"os"
 	"path/filepath"
 	"time"
+
+	"github.com/dsh-acp/dsh-acp/approval"
+	"github.com/dsh-acp/dsh-acp/sandbox"
 )
 
 // UserConfig is the user's configuration file (docs/configuration.md).
@@ -27,9 +30,9 @@ type UserConfig struct {
 	// (default DEEPSEEK_API_KEY).
 	APIKeyEnv string `json:"apiKeyEnv,omitempty"`
 	// Sandbox is the default sandbox mode.
-	Sandbox string `json:"sandbox,omitempty"`
+	Sandbox sandbox.Mode `json:"sandbox,omitempty"`
 	// Approval is the default approval policy.
-	Approval string `json:"approval,omitempty"`
+	Approval approval.Policy `json:"approval,omitempty"`
 	// Store is "jsonl" (default) or "sqlite".
 	Store string `json:"store,omitempty"`
 	// SessionsRoot is where session logs live.

@@ -8,7 +8,9 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/dsh-acp/dsh-acp/approval"
 	"github.com/dsh-acp/dsh-acp/composition"
+	"github.com/dsh-acp/dsh-acp/sandbox"
 )
 
 func TestConfigPathAndSessionsRoot(t *testing.T) {
@@ -34,8 +36,8 @@ func TestUserConfig(t *testing.T) {
 	c, err := def.Apply(u)
 	require.NoError(t, err)
 	require.Equal(t, "deepseek-chat", c.Model)
-	require.Equal(t, "read-only", c.Sandbox)
-	require.Equal(t, "never", c.Approval)
+	require.Equal(t, sandbox.ReadOnly, c.Sandbox)
+	require.Equal(t, approval.PolicyNever, c.Approval)
 
 	up, _ := composition.Builtin("sandbox-acp-agent")
 	kept, err := up.Apply(u)

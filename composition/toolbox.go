@@ -12,6 +12,7 @@ import (
 	"github.com/dsh-acp/dsh-acp/capabilities"
 	"github.com/dsh-acp/dsh-acp/capabilities/fs"
 	"github.com/dsh-acp/dsh-acp/capabilities/instructions"
+	"github.com/dsh-acp/dsh-acp/capabilities/plan"
 	"github.com/dsh-acp/dsh-acp/capabilities/search"
 	"github.com/dsh-acp/dsh-acp/capabilities/skills"
 	"github.com/dsh-acp/dsh-acp/capabilities/web"
@@ -53,7 +54,7 @@ type WebConfig struct {
 // backstop for every tool (file tools and web_fetch can wait on an
 // approval), none for the tools that only wait for the user.
 var defaultTimeouts = TimeoutsConfig{DefaultSec: 600, MaxSec: 1800, PerToolSec: map[string]float64{
-	"ask_user_question": -1, "exit_plan_mode": -1, "subagent": 1800, "subagent_fork": 1800, "workflow": 1800,
+	"ask_user_question": -1, plan.ToolName: -1, "subagent": 1800, "subagent_fork": 1800, "workflow": 1800,
 }}
 
 func (t TimeoutsConfig) policy() capabilities.Timeouts {

@@ -107,7 +107,7 @@ func (c Composition) defaultMembers(o ServerOptions, approvals *approval.Service
 		if o.Confiner != nil {
 			confiner = o.Confiner
 		}
-		def := sandbox.Mode(c.Sandbox)
+		def := c.Sandbox
 		runner.Sandbox = &hooks.Sandboxing{
 			Confiner: confiner,
 			Mode: func(s pipeline.Session) sandbox.Mode {

@@ -8,6 +8,7 @@ import (
 	"sort"
 	"strings"
 
+	"github.com/dsh-acp/dsh-acp/agent"
 	"github.com/dsh-acp/dsh-acp/composition"
 )
 
@@ -83,7 +84,7 @@ func missingCapabilities(sc *Scenario) []string {
 	if comp.Sandbox != "" {
 		feature(composition.FeatureSandbox)
 	}
-	if comp.ToolMode == "code" || comp.ToolMode == "both" {
+	if comp.ToolMode == agent.ToolModeCode || comp.ToolMode == agent.ToolModeBoth {
 		feature(composition.FeatureCodeMode)
 	}
 	out := make([]string, 0, len(need))

@@ -73,8 +73,8 @@ type Approver interface {
 // the refusal is final (FS_OUTSIDE_ROOT for an outside path). Construct one
 // per session, as the tools.
 type ModeGate struct {
-	// Mode returns the session's sandbox mode ("read-only",
-	// "workspace-write" or "danger-full-access").
+	// Mode returns the session's sandbox mode (a sandbox.Mode; an
+	// unknown one reads as sandbox.ReadOnly).
 	Mode func(call *capabilities.Call) string
 	// Approver asks the user (nil: nobody to ask).
 	Approver Approver

@@ -40,7 +40,7 @@ type gated struct {
 	remember []string
 }
 
-func newGated(t *testing.T, root, mode, policy string, out approval.Outcome) *gated {
+func newGated(t *testing.T, root, mode string, policy approval.Policy, out approval.Outcome) *gated {
 	t.Helper()
 	g := &gated{mode: mode, answers: &scripted{out: out}}
 	n := 0

@@ -13,6 +13,13 @@ import (
 	"github.com/dsh-acp/dsh-acp/session"
 )
 
+// ToolName is the tool's name; ModeID is the session mode it leaves (the
+// mode the tool is offered in).
+const (
+	ToolName = "exit_plan_mode"
+	ModeID   = "plan"
+)
+
 // Tool is exit_plan_mode.
 type Tool struct {
 	// Asker reviews the plan with the user (nil: no channel).
@@ -20,7 +27,7 @@ type Tool struct {
 }
 
 // Name implements capabilities.Tool.
-func (Tool) Name() string { return "exit_plan_mode" }
+func (Tool) Name() string { return ToolName }
 
 // Description implements capabilities.Tool.
 func (Tool) Description() string {
@@ -48,7 +55,7 @@ func (t Tool) Run(ctx context.Context, call *capabilities.Call) (capabilities.Re
 	if modes == nil {
 		return capabilities.Result{}, errors.New("exit_plan_mode requires a calling agent (no session to switch)")
 	}
-	if modes.LoggedMode() != "plan" {
+	if modes.LoggedMode() != ModeID {
 		return capabilities.Result{}, errors.New("exit_plan_mode is only available in plan mode")
 	}
 	if t.Asker == nil {
