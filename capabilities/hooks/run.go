@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/dsh-acp/dsh-acp/agent/pipeline"
+	"github.com/dsh-acp/dsh-acp/capabilities"
 	"github.com/dsh-acp/dsh-acp/capabilities/bash"
 	"github.com/dsh-acp/dsh-acp/sandbox"
 )
@@ -33,7 +34,9 @@ type Confiner interface {
 }
 
 // Sandboxing confines hooks the way the bash tool is confined: the
-// session's sandbox mode, beneath the session's workspace root.
+// session's sandbox mode, beneath the session's workspace root and its
+// extra workspace roots (capabilities.Host.Roots), writable alike under
+// workspace-write.
 type Sandboxing struct {
 	Confiner Confiner
 	// Mode returns the session's effective sandbox mode.
@@ -97,7 +100,8 @@ func (r *Runner) Run(ctx context.Context, s pipeline.Session, sp Spec) Run {
 func (r *Runner) run(ctx context.Context, s pipeline.Session, sp Spec) Run {
 	line := sp.Command
 	if r.Sandbox != nil {
-		policy := sandbox.Policy{Mode: r.Sandbox.Mode(s), WorkspaceRoot: r.Sandbox.Root(s)}
+		policy := sandbox.Policy{Mode: r.Sandbox.Mode(s), WorkspaceRoot: r.Sandbox.Root(s),
+			ExtraRoots: capabilities.HostOf(s).Roots}
 		c, err := r.Sandbox.Confiner.Confine(ctx, []string{"bash", "-c", sp.Command}, policy)
 		if err != nil {
 			return Run{Stderr: err.Error()}

@@ -15,6 +15,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/dsh-acp/dsh-acp/agent/pipeline"
+	"github.com/dsh-acp/dsh-acp/capabilities"
 	"github.com/dsh-acp/dsh-acp/sandbox"
 )
 
@@ -149,6 +150,52 @@ func TestRunnerConfinesLikeBash(t *testing.T) {
 	require.Nil(t, run.ExitCode, "fails closed: the hook does not run unconfined")
 	require.Contains(t, run.Stderr, "refusing to run the command unconfined")
 	require.NoFileExists(t, filepath.Join(dir, "never.txt"))
+}
+
+// rootsSession is a session with extra workspace roots.
+type rootsSession struct {
+	stubSession
+	roots []string
+}
+
+func (s rootsSession) Host() *capabilities.Host { return &capabilities.Host{Roots: s.roots} }
+
+func TestRunnerWritesExtraRootsLikeTheRoot(t *testing.T) {
+	p := sandbox.NewProvider(sandbox.DefaultChain(mustLauncher(t))...)
+	if _, _, err := p.Select(context.Background(), sandbox.WorkspaceWrite); err != nil {
+		t.Skipf("no sandbox backend on this host: %v", err)
+	}
+	base := t.TempDir() // beneath /tmp, which bwrap's workspace-write replaces by an empty tmpfs
+	proj, extra, away := filepath.Join(base, "proj"), filepath.Join(base, "lib"), filepath.Join(base, "away")
+	for _, d := range []string{proj, extra, away} {
+		require.NoError(t, os.Mkdir(d, 0o755))
+	}
+	mode := sandbox.WorkspaceWrite
+	r := &Runner{Sandbox: &Sandboxing{Confiner: p,
+		Mode: func(pipeline.Session) sandbox.Mode { return mode },
+		Root: func(s pipeline.Session) string { return s.Cwd() }}}
+	s := rootsSession{stubSession: stubSession{id: "s", cwd: proj}, roots: []string{extra}}
+	hook := func(command string) Run {
+		return r.Run(context.Background(), s, Spec{Command: command, Dir: proj, Timeout: 10 * time.Second})
+	}
+
+	// A formatter hook on a file of the extra root: it reads and rewrites it.
+	require.NoError(t, os.WriteFile(filepath.Join(extra, "lib.go"), []byte("unformatted\n"), 0o644))
+	run := hook(`tr a-z A-Z < ` + extra + `/lib.go > ` + extra + `/lib.tmp && mv ` + extra + `/lib.tmp ` + extra + `/lib.go`)
+	require.Equal(t, 0, *run.ExitCode, run.Stderr)
+	got, err := os.ReadFile(filepath.Join(extra, "lib.go"))
+	require.NoError(t, err)
+	require.Equal(t, "UNFORMATTED\n", string(got))
+
+	// A directory in no root stays out of reach.
+	_ = hook(`echo x > ` + away + `/escaped.txt`)
+	require.NoFileExists(t, filepath.Join(away, "escaped.txt"))
+
+	// Under read-only the extra root is read-only too.
+	mode = sandbox.ReadOnly
+	run = hook(`echo x > ` + extra + `/ro.txt`)
+	require.NotEqual(t, 0, *run.ExitCode)
+	require.NoFileExists(t, filepath.Join(extra, "ro.txt"))
 }
 
 func mustLauncher(t *testing.T) []string {
