@@ -115,6 +115,7 @@ func (c Composition) toolbox(env capabilities.Env, deps Deps) []capabilities.Too
 				}
 				return call.Session.Cwd()
 			}}
+			o.Gate = spillReads{gate: &fs.ModeGate{Mode: c.sessionMode, Approver: deps.Approver}, dir: deps.spillDir(env)} // outside every root: asks, like read
 		}
 		tools = append(tools, search.New(o)...)
 	}
