@@ -20,7 +20,7 @@ func result(id string, isError bool, content ...session.Block) session.Block {
 }
 
 // historyRequest exercises every serialization rule of session-log § 8;
-// fixtures/deepseek/request-history.json is its expected body.
+// testdata/request-history.json is its expected body (a golden).
 func historyRequest() *llm.Request {
 	temp, maxTokens := 0.2, 4096
 	return &llm.Request{
