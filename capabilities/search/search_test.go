@@ -255,11 +255,11 @@ func TestConfinerFailureFailsClosed(t *testing.T) {
 func TestCardsAreSearchKindWithLocation(t *testing.T) {
 	tools := New(Options{})
 	v := tools[1].(capabilities.CallPresenter).PresentCall(json.RawMessage(`{"pattern":"TODO","path":"/w/src","glob":"*.go"}`))
-	require.Equal(t, "search", v.ToolKind)
+	require.EqualValues(t, "search", v.ToolKind)
 	require.Equal(t, `Grep "TODO" in /w/src (*.go)`, v.Title)
 	require.Equal(t, []capabilities.Location{{Path: "/w/src"}}, v.Locations)
 	v = tools[0].(capabilities.CallPresenter).PresentCall(json.RawMessage(`{"pattern":"**/*.go"}`))
 	require.Equal(t, `Glob "**/*.go"`, v.Title)
-	require.Equal(t, "search", v.ToolKind)
+	require.EqualValues(t, "search", v.ToolKind)
 	require.Empty(t, v.Locations)
 }
