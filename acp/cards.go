@@ -18,15 +18,15 @@ type ToolLookup interface {
 // ToolCallCard is the tool_call update (every card kind; unused keys are
 // omitted, so the key order of each kind is preserved).
 type ToolCallCard struct {
-	SessionUpdate string            `json:"sessionUpdate"`
-	ToolCallID    string            `json:"toolCallId"`
-	Title         string            `json:"title"`
-	Kind          string            `json:"kind"`
-	Status        string            `json:"status"`
-	RawInput      json.RawMessage   `json:"rawInput,omitempty"`
-	Locations     []Location        `json:"locations,omitempty"`
-	Content       []ToolCallContent `json:"content,omitempty"`
-	Meta          *terminalInfoMeta `json:"_meta,omitempty"`
+	SessionUpdate UpdateKind            `json:"sessionUpdate"`
+	ToolCallID    string                `json:"toolCallId"`
+	Title         string                `json:"title"`
+	Kind          capabilities.ToolKind `json:"kind"`
+	Status        ToolCallStatus        `json:"status"`
+	RawInput      json.RawMessage       `json:"rawInput,omitempty"`
+	Locations     []Location            `json:"locations,omitempty"`
+	Content       []ToolCallContent     `json:"content,omitempty"`
+	Meta          *terminalInfoMeta     `json:"_meta,omitempty"`
 }
 
 type terminalInfoMeta struct {
@@ -40,9 +40,9 @@ type terminalInfo struct {
 
 // ToolCallUpdateCard is the tool_call_update of generic and diff results.
 type ToolCallUpdateCard struct {
-	SessionUpdate string            `json:"sessionUpdate"`
+	SessionUpdate UpdateKind        `json:"sessionUpdate"`
 	ToolCallID    string            `json:"toolCallId"`
-	Status        string            `json:"status"`
+	Status        ToolCallStatus    `json:"status"`
 	Content       []ToolCallContent `json:"content,omitempty"`
 	Title         string            `json:"title,omitempty"`
 	RawOutput     json.RawMessage   `json:"rawOutput,omitempty"`
@@ -51,9 +51,9 @@ type ToolCallUpdateCard struct {
 // TerminalUpdateCard is the tool_call_update of a terminal result when the
 // client renders terminal output itself (title precedes _meta).
 type TerminalUpdateCard struct {
-	SessionUpdate string             `json:"sessionUpdate"`
+	SessionUpdate UpdateKind         `json:"sessionUpdate"`
 	ToolCallID    string             `json:"toolCallId"`
-	Status        string             `json:"status"`
+	Status        ToolCallStatus     `json:"status"`
 	Title         string             `json:"title,omitempty"`
 	Content       []ToolCallContent  `json:"content,omitempty"`
 	RawOutput     json.RawMessage    `json:"rawOutput,omitempty"`
@@ -89,7 +89,7 @@ func (p *presenter) callCard(c session.ToolCall) (ToolCallCard, *capabilities.Ca
 			return card, &v
 		}
 	}
-	return ToolCallCard{SessionUpdate: "tool_call", ToolCallID: c.CallID, Title: c.Name, Kind: "other", Status: "in_progress", RawInput: args}, nil
+	return ToolCallCard{SessionUpdate: UpdateToolCall, ToolCallID: c.CallID, Title: c.Name, Kind: capabilities.ToolKindOther, Status: StatusInProgress, RawInput: args}, nil
 }
 
 // lookup returns the tool when it exists and the arguments validate.
@@ -114,10 +114,10 @@ func (p *presenter) renderCall(id string, v capabilities.CallView) ToolCallCard 
 			v.ToolKind = v.EditorKind
 		}
 	}
-	card := ToolCallCard{SessionUpdate: "tool_call", ToolCallID: id, Status: "in_progress"}
+	card := ToolCallCard{SessionUpdate: UpdateToolCall, ToolCallID: id, Status: StatusInProgress}
 	switch v.Kind {
 	case capabilities.ViewTerminal:
-		card.Title, card.Kind = v.Command, "execute"
+		card.Title, card.Kind = v.Command, capabilities.ToolKindExecute
 		card.RawInput = jsonx.MustMarshal(v.Command)
 		if v.Description != "" {
 			card.Content = append(card.Content, textItem(v.Description))
@@ -133,7 +133,7 @@ func (p *presenter) renderCall(id string, v capabilities.CallView) ToolCallCard 
 		} else if len(v.Diffs) > 0 {
 			raw = v.Diffs[0].Path
 		}
-		card.Title, card.Kind = p.displayTitle(v.Title, raw), "edit"
+		card.Title, card.Kind = p.displayTitle(v.Title, raw), capabilities.ToolKindEdit
 		card.Locations = locations(v.Locations)
 		card.Content = diffItems(v.Diffs)
 	default:
@@ -144,7 +144,7 @@ func (p *presenter) renderCall(id string, v capabilities.CallView) ToolCallCard 
 		card.Title = p.displayTitle(v.Title, raw)
 		card.Kind = v.ToolKind
 		if card.Kind == "" {
-			card.Kind = "other"
+			card.Kind = capabilities.ToolKindOther
 		}
 		card.RawInput = v.RawInput
 		card.Locations = locations(v.Locations)
@@ -191,11 +191,11 @@ func rawOutput(r session.ToolResult) json.RawMessage {
 // resultView renders a tool/result given the remembered call and what the
 // call showed live while it ran.
 func (p *presenter) resultView(r session.ToolResult, call *rememberedCall, live liveCall) any {
-	status := "completed"
+	status := StatusCompleted
 	if r.IsError {
-		status = "failed"
+		status = StatusFailed
 	}
-	raw := ToolCallUpdateCard{SessionUpdate: "tool_call_update", ToolCallID: r.CallID, Status: status, Content: textContent(r.Content)}
+	raw := ToolCallUpdateCard{SessionUpdate: UpdateToolCallUpdate, ToolCallID: r.CallID, Status: status, Content: textContent(r.Content)}
 	if call == nil {
 		return raw
 	}
@@ -226,7 +226,7 @@ func (p *presenter) resultView(r session.ToolResult, call *rememberedCall, live 
 				output = *v.Display
 			}
 			if v.Failed {
-				status = "failed"
+				status = StatusFailed
 			}
 			for _, n := range v.Notes {
 				notes = append(notes, textItem(n))
@@ -241,7 +241,7 @@ func (p *presenter) resultView(r session.ToolResult, call *rememberedCall, live 
 				content = append(content, textItem(call.view.Description))
 			}
 			content = append(append(content, ToolCallContent{Type: "terminal", TerminalID: live.terminalID}), notes...)
-			return ToolCallUpdateCard{SessionUpdate: "tool_call_update", ToolCallID: r.CallID, Status: status, Content: content, Title: v.Title}
+			return ToolCallUpdateCard{SessionUpdate: UpdateToolCallUpdate, ToolCallID: r.CallID, Status: status, Content: content, Title: v.Title}
 		}
 		if p.terminal {
 			if live.sent > 0 {
@@ -263,16 +263,16 @@ func (p *presenter) resultView(r session.ToolResult, call *rememberedCall, live 
 				}
 				content = append(append(content, ToolCallContent{Type: "terminal", TerminalID: r.CallID}), notes...)
 			}
-			return TerminalUpdateCard{SessionUpdate: "tool_call_update", ToolCallID: r.CallID, Status: status, Title: v.Title, Content: content, Meta: meta}
+			return TerminalUpdateCard{SessionUpdate: UpdateToolCallUpdate, ToolCallID: r.CallID, Status: status, Title: v.Title, Content: content, Meta: meta}
 		}
-		return ToolCallUpdateCard{SessionUpdate: "tool_call_update", ToolCallID: r.CallID, Status: status,
+		return ToolCallUpdateCard{SessionUpdate: UpdateToolCallUpdate, ToolCallID: r.CallID, Status: status,
 			Content: append([]ToolCallContent{textItem(consoleBlock(output))}, notes...), Title: v.Title}
 	case capabilities.ViewDiff:
 		rawPath := ""
 		if len(v.Diffs) > 0 {
 			rawPath = v.Diffs[0].Path
 		}
-		return ToolCallUpdateCard{SessionUpdate: "tool_call_update", ToolCallID: r.CallID, Status: status,
+		return ToolCallUpdateCard{SessionUpdate: UpdateToolCallUpdate, ToolCallID: r.CallID, Status: status,
 			Content: diffItems(v.Diffs), Title: p.displayTitle(v.Title, rawPath)}
 	default:
 		content := raw.Content
@@ -285,7 +285,7 @@ func (p *presenter) resultView(r session.ToolResult, call *rememberedCall, live 
 		if p.editor && v.StableTitle {
 			v.Title = ""
 		}
-		return ToolCallUpdateCard{SessionUpdate: "tool_call_update", ToolCallID: r.CallID, Status: status, Content: content, Title: v.Title}
+		return ToolCallUpdateCard{SessionUpdate: UpdateToolCallUpdate, ToolCallID: r.CallID, Status: status, Content: content, Title: v.Title}
 	}
 }
 
@@ -407,5 +407,5 @@ func textContent(blocks []session.Block) []ToolCallContent {
 // progressCard is a running call's progress (tool/progress): the card's
 // content for now, status in_progress; the result replaces it.
 func (p *presenter) progressCard(pr session.ToolProgress) ToolCallUpdateCard {
-	return ToolCallUpdateCard{SessionUpdate: "tool_call_update", ToolCallID: pr.CallID, Status: "in_progress", Content: textContent(pr.Content)}
+	return ToolCallUpdateCard{SessionUpdate: UpdateToolCallUpdate, ToolCallID: pr.CallID, Status: StatusInProgress, Content: textContent(pr.Content)}
 }

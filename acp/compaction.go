@@ -11,7 +11,7 @@ import (
 // schema): one compaction's state, patched in place by later updates with
 // the same id.
 type CompactionUpdate struct {
-	SessionUpdate string        `json:"sessionUpdate"`
+	SessionUpdate UpdateKind    `json:"sessionUpdate"`
 	CompactionID  string        `json:"compactionId"`
 	Status        string        `json:"status"`
 	Summary       []TextContent `json:"summary,omitempty"`
@@ -34,13 +34,13 @@ func (p *presenter) compactionEvent(ev session.Event) (out []any, ok bool) {
 	switch ev.Type {
 	case agent.TypeCompactStart:
 		p.compactID = "compaction-" + strconv.Itoa(ev.Seq)
-		return []any{CompactionUpdate{SessionUpdate: "compaction_update", CompactionID: p.compactID, Status: compactionInProgress}}, true
+		return []any{CompactionUpdate{SessionUpdate: UpdateCompaction, CompactionID: p.compactID, Status: compactionInProgress}}, true
 	case agent.TypeCompactSummary:
 		var s agent.CompactSummary
 		if ev.Decode(&s) != nil || p.compactID == "" {
 			return nil, true
 		}
-		return []any{CompactionUpdate{SessionUpdate: "compaction_update", CompactionID: p.compactID, Status: compactionInProgress,
+		return []any{CompactionUpdate{SessionUpdate: UpdateCompaction, CompactionID: p.compactID, Status: compactionInProgress,
 			Summary: []TextContent{{"text", s.Summary}}}}, true
 	case agent.TypeCompactEnd:
 		var e struct {
@@ -51,7 +51,7 @@ func (p *presenter) compactionEvent(ev session.Event) (out []any, ok bool) {
 		if ev.Decode(&e) != nil || id == "" {
 			return nil, true
 		}
-		u := CompactionUpdate{SessionUpdate: "compaction_update", CompactionID: id, Status: compactionCompleted}
+		u := CompactionUpdate{SessionUpdate: UpdateCompaction, CompactionID: id, Status: compactionCompleted}
 		if e.Error != "" {
 			u.Status, u.Error = compactionFailed, e.Error
 		}

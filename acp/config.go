@@ -355,7 +355,7 @@ func (s *Server) optionChanged(ls *liveSession, id, value string) {
 		v, ok := shown[id]
 		return v, ok
 	})
-	s.notify("session/update", SessionNotification{SessionID: ls.s.ID(), Update: ConfigOptionUpdate{"config_option_update", opts}})
+	s.notify("session/update", SessionNotification{SessionID: ls.s.ID(), Update: ConfigOptionUpdate{UpdateConfigOption, opts}})
 }
 
 // jsonKind names the kind of a JSON value for messages ("an object").

@@ -183,9 +183,9 @@ func (s *Server) askByPermission(ctx context.Context, sessionID string, question
 	for _, q := range questions {
 		params := RequestPermissionRequest{SessionID: sessionID, ToolCall: s.questionCall(sessionID, q)}
 		for i, o := range q.Options {
-			kind := "reject_once"
+			kind := RejectOnce
 			if i == 0 {
-				kind = "allow_once"
+				kind = AllowOnce
 			}
 			params.Options = append(params.Options, PermissionOption{OptionID: "choice-" + strconv.Itoa(i), Name: o.Label, Kind: kind})
 		}
@@ -195,7 +195,7 @@ func (s *Server) askByPermission(ctx context.Context, sessionID string, question
 			return nil, capabilities.UserInteractionError("ASK_ABORTED", "ask_user_question was aborted before the user answered")
 		case err != nil:
 			return nil, capabilities.UserInteractionError("ASK_FAILED", "ACP permission request failed")
-		case out.Outcome != "selected":
+		case out.Outcome != outcomeSelected:
 			return nil, capabilities.UserInteractionError("ASK_CANCELLED", "ask_user_question was cancelled by the user")
 		}
 		digits, isChoice := strings.CutPrefix(out.OptionID, "choice-")
@@ -230,6 +230,6 @@ func (s *Server) questionCall(sessionID string, q capabilities.Question) ToolCal
 	if q.Question != "" && q.Question != card.Title {
 		content = append(content, textItem(q.Question))
 	}
-	return ToolCallRef{ToolCallID: q.CallID, Title: card.Title, Kind: card.Kind, Status: "pending",
+	return ToolCallRef{ToolCallID: q.CallID, Title: card.Title, Kind: card.Kind, Status: StatusPending,
 		RawInput: card.RawInput, Locations: card.Locations, Content: content}
 }

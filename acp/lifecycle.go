@@ -156,8 +156,8 @@ func (s *Server) deleteSession(ctx context.Context, params json.RawMessage) (any
 
 // SessionInfoUpdate announces session metadata (its title).
 type SessionInfoUpdate struct {
-	SessionUpdate string `json:"sessionUpdate"`
-	Title         string `json:"title"`
+	SessionUpdate UpdateKind `json:"sessionUpdate"`
+	Title         string     `json:"title"`
 }
 
 // titleOf returns, with Lifecycle, the session_info_update naming a
@@ -183,7 +183,7 @@ func (s *Server) titleOf(ls *liveSession, ev session.Event) (SessionInfoUpdate, 
 	for _, b := range m.Content {
 		if b.Type == session.BlockText {
 			if t := session.TitleOf(b.Text); t != "" {
-				return SessionInfoUpdate{SessionUpdate: "session_info_update", Title: t}, true
+				return SessionInfoUpdate{SessionUpdate: UpdateSessionInfo, Title: t}, true
 			}
 		}
 	}

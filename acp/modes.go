@@ -54,7 +54,7 @@ func (s *Server) switchMode(ls *liveSession, id string) error {
 	s.mu.Lock()
 	ls.lastMode = id
 	s.mu.Unlock()
-	s.notify("session/update", SessionNotification{SessionID: ls.s.ID(), Update: CurrentModeUpdate{"current_mode_update", id}})
+	s.notify("session/update", SessionNotification{SessionID: ls.s.ID(), Update: CurrentModeUpdate{UpdateCurrentMode, id}})
 	return nil
 }
 
@@ -68,5 +68,5 @@ func (s *Server) modeChanged(ls *liveSession, mode string) {
 	}
 	ls.lastMode = mode
 	s.mu.Unlock()
-	s.notify("session/update", SessionNotification{SessionID: ls.s.ID(), Update: CurrentModeUpdate{"current_mode_update", mode}})
+	s.notify("session/update", SessionNotification{SessionID: ls.s.ID(), Update: CurrentModeUpdate{UpdateCurrentMode, mode}})
 }

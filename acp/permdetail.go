@@ -4,13 +4,14 @@ import (
 	"strings"
 
 	"github.com/dsh-acp/dsh-acp/approval"
+	"github.com/dsh-acp/dsh-acp/capabilities"
 )
 
 // StatusUpdate is a tool_call_update that only changes a card's status.
 type StatusUpdate struct {
-	SessionUpdate string `json:"sessionUpdate"`
-	ToolCallID    string `json:"toolCallId"`
-	Status        string `json:"status"`
+	SessionUpdate UpdateKind     `json:"sessionUpdate"`
+	ToolCallID    string         `json:"toolCallId"`
+	Status        ToolCallStatus `json:"status"`
 }
 
 // keepCard remembers a running call's card for its permission requests.
@@ -47,17 +48,17 @@ func (s *Server) permissionCall(ls *liveSession, req approval.Request) ToolCallR
 	s.mu.Unlock()
 	ask := textItem(askText(req))
 	if !ok {
-		return ToolCallRef{ToolCallID: req.CallID, Title: askTitle(req), Kind: askKind(req), Status: "pending",
+		return ToolCallRef{ToolCallID: req.CallID, Title: askTitle(req), Kind: askKind(req), Status: StatusPending,
 			Content: []ToolCallContent{ask}}
 	}
 	var content []ToolCallContent
-	if card.Kind == "execute" {
+	if card.Kind == capabilities.ToolKindExecute {
 		// The whole command, whatever the title shows of it.
 		content = append(content, textItem("```sh\n"+card.Title+"\n```"))
 	}
 	// A terminal widget has no output before the command runs.
 	content = append(append(content, withoutTerminals(card.Content)...), ask)
-	return ToolCallRef{ToolCallID: req.CallID, Title: card.Title, Kind: card.Kind, Status: "pending",
+	return ToolCallRef{ToolCallID: req.CallID, Title: card.Title, Kind: card.Kind, Status: StatusPending,
 		RawInput: card.RawInput, Locations: card.Locations, Content: content}
 }
 
@@ -130,11 +131,11 @@ func askTitle(req approval.Request) string {
 }
 
 // askKind is the tool kind of a request that has no card.
-func askKind(req approval.Request) string {
+func askKind(req approval.Request) capabilities.ToolKind {
 	if req.ToolName == "hooks" {
-		return "execute"
+		return capabilities.ToolKindExecute
 	}
-	return "other"
+	return capabilities.ToolKindOther
 }
 
 // alwaysName names what "always" covers for a request.

@@ -7,13 +7,36 @@ import (
 	"strings"
 
 	"github.com/dsh-acp/dsh-acp/approval"
+	"github.com/dsh-acp/dsh-acp/capabilities"
+)
+
+// PermissionOptionKind tells the client what a permission option does.
+type PermissionOptionKind string
+
+// The permission option kinds.
+const (
+	AllowOnce    PermissionOptionKind = "allow_once"
+	AllowAlways  PermissionOptionKind = "allow_always"
+	RejectOnce   PermissionOptionKind = "reject_once"
+	RejectAlways PermissionOptionKind = "reject_always"
+)
+
+// The ids of the options the bridge offers (a question's choices are
+// "choice-<n>").
+const (
+	optionAllowOnce    = "allow-once"
+	optionAllowAlways  = "allow-always"
+	optionAllowProject = "allow-project"
+	optionRejectOnce   = "reject-once"
+	// allowPrefix starts the id of every allowing option.
+	allowPrefix = "allow-"
 )
 
 // PermissionOption is one choice of a permission request.
 type PermissionOption struct {
-	OptionID string `json:"optionId"`
-	Name     string `json:"name"`
-	Kind     string `json:"kind"`
+	OptionID string               `json:"optionId"`
+	Name     string               `json:"name"`
+	Kind     PermissionOptionKind `json:"kind"`
 }
 
 // RequestPermissionRequest is the params of session/request_permission.
@@ -27,13 +50,13 @@ type RequestPermissionRequest struct {
 // Options.DetailedPermissions it also carries what the user needs to
 // judge the request (a ToolCallUpdate: title, kind, content, rawInput).
 type ToolCallRef struct {
-	ToolCallID string            `json:"toolCallId"`
-	Title      string            `json:"title,omitempty"`
-	Kind       string            `json:"kind,omitempty"`
-	Status     string            `json:"status,omitempty"`
-	RawInput   json.RawMessage   `json:"rawInput,omitempty"`
-	Locations  []Location        `json:"locations,omitempty"`
-	Content    []ToolCallContent `json:"content,omitempty"`
+	ToolCallID string                `json:"toolCallId"`
+	Title      string                `json:"title,omitempty"`
+	Kind       capabilities.ToolKind `json:"kind,omitempty"`
+	Status     ToolCallStatus        `json:"status,omitempty"`
+	RawInput   json.RawMessage       `json:"rawInput,omitempty"`
+	Locations  []Location            `json:"locations,omitempty"`
+	Content    []ToolCallContent     `json:"content,omitempty"`
 }
 
 // Answer implements approval.Answerer: the bridge asks the editor's user
@@ -48,14 +71,14 @@ func (s *Server) Answer(ctx context.Context, sessionID string, req approval.Requ
 		return "", false, nil
 	}
 	params := RequestPermissionRequest{SessionID: sessionID, ToolCall: ToolCallRef{ToolCallID: req.CallID}, Options: []PermissionOption{
-		{OptionID: "allow-once", Name: "Allow once", Kind: "allow_once"},
+		{OptionID: optionAllowOnce, Name: "Allow once", Kind: AllowOnce},
 	}}
 	if s.opts.OfferAllowAlways {
 		name := "Always allow in this session"
 		if s.opts.DetailedPermissions {
 			name = alwaysName(req)
 		}
-		params.Options = append(params.Options, PermissionOption{OptionID: "allow-always", Name: name, Kind: "allow_always"})
+		params.Options = append(params.Options, PermissionOption{OptionID: optionAllowAlways, Name: name, Kind: AllowAlways})
 	}
 	var scope, project string
 	if s.opts.DetailedPermissions {
@@ -67,32 +90,32 @@ func (s *Server) Answer(ctx context.Context, sessionID string, req approval.Requ
 				if s.opts.Grants.Granted(project, scope) {
 					return approval.AllowedOnce, true, nil
 				}
-				params.Options = append(params.Options, PermissionOption{OptionID: "allow-project", Name: name, Kind: "allow_always"})
+				params.Options = append(params.Options, PermissionOption{OptionID: optionAllowProject, Name: name, Kind: AllowAlways})
 			}
 		}
 	}
-	params.Options = append(params.Options, PermissionOption{OptionID: "reject-once", Name: "Reject", Kind: "reject_once"})
+	params.Options = append(params.Options, PermissionOption{OptionID: optionRejectOnce, Name: "Reject", Kind: RejectOnce})
 	if s.opts.DetailedPermissions && s.hasCard(ls, req.CallID) {
 		// The card waits for the user (clients that do not read the
 		// request's toolCall see it too).
-		s.notify("session/update", SessionNotification{SessionID: sessionID, Update: StatusUpdate{"tool_call_update", req.CallID, "pending"}})
+		s.notify("session/update", SessionNotification{SessionID: sessionID, Update: StatusUpdate{UpdateToolCallUpdate, req.CallID, StatusPending}})
 	}
 	out, err := s.requestPermission(ctx, params)
 	if err != nil {
 		return approval.Unavailable, true, nil
 	}
-	if s.opts.DetailedPermissions && out.Outcome == "selected" && strings.HasPrefix(out.OptionID, "allow-") && s.hasCard(ls, req.CallID) {
+	if s.opts.DetailedPermissions && out.Outcome == outcomeSelected && strings.HasPrefix(out.OptionID, allowPrefix) && s.hasCard(ls, req.CallID) {
 		// Allowed: the card runs again.
-		s.notify("session/update", SessionNotification{SessionID: sessionID, Update: StatusUpdate{"tool_call_update", req.CallID, "in_progress"}})
+		s.notify("session/update", SessionNotification{SessionID: sessionID, Update: StatusUpdate{UpdateToolCallUpdate, req.CallID, StatusInProgress}})
 	}
 	switch {
-	case out.Outcome == "cancelled":
+	case out.Outcome == outcomeCancelled:
 		return approval.Cancelled, true, nil
-	case out.Outcome == "selected" && out.OptionID == "allow-once":
+	case out.Outcome == outcomeSelected && out.OptionID == optionAllowOnce:
 		return approval.AllowedOnce, true, nil
-	case out.Outcome == "selected" && out.OptionID == "allow-always" && s.opts.OfferAllowAlways:
+	case out.Outcome == outcomeSelected && out.OptionID == optionAllowAlways && s.opts.OfferAllowAlways:
 		return approval.AllowedAlways, true, nil
-	case out.Outcome == "selected" && out.OptionID == "allow-project" && scope != "":
+	case out.Outcome == outcomeSelected && out.OptionID == optionAllowProject && scope != "":
 		if err := s.opts.Grants.Grant(project, scope); err != nil {
 			s.log.Warn().Err(err).Msg("remember a project permission")
 		}
@@ -100,6 +123,12 @@ func (s *Server) Answer(ctx context.Context, sessionID string, req approval.Requ
 	}
 	return approval.Rejected, true, nil
 }
+
+// The outcomes of a permission request.
+const (
+	outcomeSelected  = "selected"
+	outcomeCancelled = "cancelled"
+)
 
 // PermissionOutcome is the client's answer to session/request_permission.
 type PermissionOutcome struct {

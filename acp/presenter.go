@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 
 	"github.com/dsh-acp/dsh-acp/agent"
+	"github.com/dsh-acp/dsh-acp/agent/llm"
 	"github.com/dsh-acp/dsh-acp/capabilities"
 	"github.com/dsh-acp/dsh-acp/internal/jsonx"
 	"github.com/dsh-acp/dsh-acp/session"
@@ -61,10 +62,10 @@ func (p *presenter) present(ev session.Event) []any {
 	case session.TypeAssistantChunk:
 		if pl, ok := ev.Payload.(session.AssistantChunk); ok && pl.Kind != "" {
 			switch pl.Kind {
-			case "text-delta":
-				return []any{ContentChunk{"agent_message_chunk", TextContent{"text", pl.Text}}}
-			case "reasoning-delta":
-				return []any{ContentChunk{"agent_thought_chunk", TextContent{"text", pl.Text}}}
+			case llm.ChunkTextDelta:
+				return []any{ContentChunk{UpdateAgentMessageChunk, TextContent{"text", pl.Text}}}
+			case llm.ChunkReasoningDelta:
+				return []any{ContentChunk{UpdateAgentThoughtChunk, TextContent{"text", pl.Text}}}
 			}
 			return nil
 		}
@@ -78,10 +79,10 @@ func (p *presenter) present(ev session.Event) []any {
 			return nil
 		}
 		switch c.Chunk.Type {
-		case "text-delta":
-			return []any{ContentChunk{"agent_message_chunk", TextContent{"text", c.Chunk.Text}}}
-		case "reasoning-delta":
-			return []any{ContentChunk{"agent_thought_chunk", TextContent{"text", c.Chunk.Text}}}
+		case llm.ChunkTextDelta:
+			return []any{ContentChunk{UpdateAgentMessageChunk, TextContent{"text", c.Chunk.Text}}}
+		case llm.ChunkReasoningDelta:
+			return []any{ContentChunk{UpdateAgentThoughtChunk, TextContent{"text", c.Chunk.Text}}}
 		}
 	case session.TypeUserMessage:
 		if !p.includeUsers {
@@ -94,7 +95,7 @@ func (p *presenter) present(ev session.Event) []any {
 		var out []any
 		for _, b := range m.Content {
 			if b.Type == session.BlockText {
-				out = append(out, ContentChunk{"user_message_chunk", TextContent{"text", b.Text}})
+				out = append(out, ContentChunk{UpdateUserMessageChunk, TextContent{"text", b.Text}})
 			}
 		}
 		return out
@@ -152,7 +153,7 @@ func (p *presenter) present(ev session.Event) []any {
 			return nil
 		}
 		used := m.Usage.InputTokens + m.Usage.CacheReadTokens + m.Usage.OutputTokens
-		return []any{UsageUpdate{SessionUpdate: "usage_update", Used: used, Size: p.window}}
+		return []any{UsageUpdate{SessionUpdate: UpdateUsage, Used: used, Size: p.window}}
 	case session.TypeToolProgress:
 		var pr session.ToolProgress
 		if ev.Decode(&pr) != nil {
@@ -164,13 +165,13 @@ func (p *presenter) present(ev session.Event) []any {
 		if ev.Decode(&n) != nil {
 			return nil
 		}
-		return []any{ContentChunk{"agent_thought_chunk", TextContent{"text", n.Text + "\n"}}}
+		return []any{ContentChunk{UpdateAgentThoughtChunk, TextContent{"text", n.Text + "\n"}}}
 	case agent.TypeCommandResult:
 		var r agent.CommandResult
 		if ev.Decode(&r) != nil {
 			return nil
 		}
-		return []any{ContentChunk{"agent_message_chunk", TextContent{"text", r.Text}}}
+		return []any{ContentChunk{UpdateAgentMessageChunk, TextContent{"text", r.Text}}}
 	case session.TypeTodoWrite:
 		var t session.TodoWrite
 		if ev.Decode(&t) != nil {
@@ -180,7 +181,7 @@ func (p *presenter) present(ev session.Event) []any {
 		for _, td := range t.Todos {
 			entries = append(entries, PlanEntry{Content: td.Content, Priority: p.priority(td.Status), Status: td.Status})
 		}
-		return []any{PlanUpdate{"plan", entries}}
+		return []any{PlanUpdate{UpdatePlan, entries}}
 	}
 	return nil
 }
@@ -215,16 +216,16 @@ type CommandInput struct {
 
 // AvailableCommandsUpdate advertises the session's slash commands.
 type AvailableCommandsUpdate struct {
-	SessionUpdate     string             `json:"sessionUpdate"`
+	SessionUpdate     UpdateKind         `json:"sessionUpdate"`
 	AvailableCommands []AvailableCommand `json:"availableCommands"`
 }
 
 // UsageUpdate is the context meter: tokens in the context after the last
 // model call, and the context window.
 type UsageUpdate struct {
-	SessionUpdate string `json:"sessionUpdate"`
-	Used          int    `json:"used"`
-	Size          int    `json:"size"`
+	SessionUpdate UpdateKind `json:"sessionUpdate"`
+	Used          int        `json:"used"`
+	Size          int        `json:"size"`
 }
 
 // announce remembers the tool calls an assistant message announces, for

@@ -171,7 +171,7 @@ func (s *Server) advertiseCommands(id string) {
 	if len(cmds) == 0 {
 		return
 	}
-	s.notify("session/update", SessionNotification{SessionID: id, Update: AvailableCommandsUpdate{"available_commands_update", cmds}})
+	s.notify("session/update", SessionNotification{SessionID: id, Update: AvailableCommandsUpdate{UpdateAvailableCommands, cmds}})
 }
 
 // promptCommands lists the session's prompt commands whose names no
@@ -300,7 +300,7 @@ func appendChunkUpdate(b []byte, sessionID string, c ContentChunk) []byte {
 	b = append(b, `{"jsonrpc":"2.0","method":"session/update","params":{"sessionId":`...)
 	b = jsonx.AppendString(b, sessionID)
 	b = append(b, `,"update":{"sessionUpdate":`...)
-	b = jsonx.AppendString(b, c.SessionUpdate)
+	b = jsonx.AppendString(b, string(c.SessionUpdate))
 	b = append(b, `,"content":{"type":`...)
 	b = jsonx.AppendString(b, c.Content.Type)
 	b = append(b, `,"text":`...)

@@ -6,10 +6,10 @@ import "github.com/dsh-acp/dsh-acp/session"
 // the parent session announces a child session it created and owns. Child
 // events then arrive on the same connection under the child's session id.
 type SubagentUpdate struct {
-	SessionUpdate string `json:"sessionUpdate"`
-	SessionID     string `json:"sessionId"`
-	Title         string `json:"title,omitempty"`
-	Cwd           string `json:"cwd,omitempty"`
+	SessionUpdate UpdateKind `json:"sessionUpdate"`
+	SessionID     string     `json:"sessionId"`
+	Title         string     `json:"title,omitempty"`
+	Cwd           string     `json:"cwd,omitempty"`
 }
 
 // Spawned is told of a child agent right after parent created it and
@@ -28,7 +28,7 @@ func (s *Server) Spawned(parentID string, child Session, title string) {
 	}
 	id, cwd := child.ID(), child.Log().Header().Cwd
 	s.notify("session/update", SessionNotification{SessionID: parentID,
-		Update: SubagentUpdate{SessionUpdate: "subagent_update", SessionID: id, Title: title, Cwd: cwd}})
+		Update: SubagentUpdate{SessionUpdate: UpdateSubagent, SessionID: id, Title: title, Cwd: cwd}})
 	p := newPresenter(child.Tools(), cwd, false, true)
 	p.editor = s.opts.EditorCards
 	child.Log().Subscribe(func(ev session.Event) {

@@ -207,7 +207,7 @@ func (lc *liveCards) update(callID string, v capabilities.LiveView, rendersTermi
 	case v.TerminalID != "":
 		c.terminalID = v.TerminalID
 		content = append(content, ToolCallContent{Type: "terminal", TerminalID: v.TerminalID})
-		return ToolCallUpdateCard{SessionUpdate: "tool_call_update", ToolCallID: callID, Status: "in_progress", Content: content}, true
+		return ToolCallUpdateCard{SessionUpdate: UpdateToolCallUpdate, ToolCallID: callID, Status: StatusInProgress, Content: content}, true
 	case rendersTerminal:
 		data := v.Output
 		end := v.Offset + int64(len(v.Output))
@@ -223,11 +223,11 @@ func (lc *liveCards) update(callID string, v capabilities.LiveView, rendersTermi
 			return nil, false
 		}
 		c.sent = end
-		return TerminalUpdateCard{SessionUpdate: "tool_call_update", ToolCallID: callID, Status: "in_progress",
+		return TerminalUpdateCard{SessionUpdate: UpdateToolCallUpdate, ToolCallID: callID, Status: StatusInProgress,
 			Meta: terminalOutputMeta{TerminalOutput: terminalOutput{TerminalID: callID, Data: data}}}, true
 	}
 	content = append(content, textItem(consoleBlock(v.Output)))
-	return ToolCallUpdateCard{SessionUpdate: "tool_call_update", ToolCallID: callID, Status: "in_progress", Content: content}, true
+	return ToolCallUpdateCard{SessionUpdate: UpdateToolCallUpdate, ToolCallID: callID, Status: StatusInProgress, Content: content}, true
 }
 
 // open starts following callID, whose terminal card the client was just

@@ -129,7 +129,7 @@ type SelectOption struct {
 
 // ConfigOptionUpdate announces a changed option value (the whole list).
 type ConfigOptionUpdate struct {
-	SessionUpdate string         `json:"sessionUpdate"`
+	SessionUpdate UpdateKind     `json:"sessionUpdate"`
 	ConfigOptions []ConfigOption `json:"configOptions"`
 }
 
@@ -222,14 +222,14 @@ type TextContent struct {
 // ContentChunk is agent_message_chunk, agent_thought_chunk and
 // user_message_chunk.
 type ContentChunk struct {
-	SessionUpdate string      `json:"sessionUpdate"`
+	SessionUpdate UpdateKind  `json:"sessionUpdate"`
 	Content       TextContent `json:"content"`
 }
 
 // CurrentModeUpdate announces the session's mode.
 type CurrentModeUpdate struct {
-	SessionUpdate string `json:"sessionUpdate"`
-	CurrentModeID string `json:"currentModeId"`
+	SessionUpdate UpdateKind `json:"sessionUpdate"`
+	CurrentModeID string     `json:"currentModeId"`
 }
 
 // PlanEntry is one entry of a plan update.
@@ -241,7 +241,7 @@ type PlanEntry struct {
 
 // PlanUpdate is the plan session update.
 type PlanUpdate struct {
-	SessionUpdate string      `json:"sessionUpdate"`
+	SessionUpdate UpdateKind  `json:"sessionUpdate"`
 	Entries       []PlanEntry `json:"entries"`
 }
 
@@ -279,3 +279,36 @@ type Location struct {
 	Path string `json:"path"`
 	Line *int   `json:"line,omitempty"`
 }
+
+// UpdateKind is a session/update's discriminator (its sessionUpdate).
+type UpdateKind string
+
+// The session updates the bridge sends.
+const (
+	UpdateUserMessageChunk  UpdateKind = "user_message_chunk"
+	UpdateAgentMessageChunk UpdateKind = "agent_message_chunk"
+	UpdateAgentThoughtChunk UpdateKind = "agent_thought_chunk"
+	UpdateToolCall          UpdateKind = "tool_call"
+	UpdateToolCallUpdate    UpdateKind = "tool_call_update"
+	UpdatePlan              UpdateKind = "plan"
+	UpdateAvailableCommands UpdateKind = "available_commands_update"
+	UpdateCurrentMode       UpdateKind = "current_mode_update"
+	UpdateConfigOption      UpdateKind = "config_option_update"
+	UpdateSessionInfo       UpdateKind = "session_info_update"
+	UpdateUsage             UpdateKind = "usage_update"
+	// UpdateCompaction and UpdateSubagent are extensions (unstable
+	// schema), sent only to clients that advertise them.
+	UpdateCompaction UpdateKind = "compaction_update"
+	UpdateSubagent   UpdateKind = "subagent_update"
+)
+
+// ToolCallStatus is a tool call card's status.
+type ToolCallStatus string
+
+// The tool call statuses.
+const (
+	StatusPending    ToolCallStatus = "pending"
+	StatusInProgress ToolCallStatus = "in_progress"
+	StatusCompleted  ToolCallStatus = "completed"
+	StatusFailed     ToolCallStatus = "failed"
+)

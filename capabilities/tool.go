@@ -97,11 +97,29 @@ type Diff struct {
 	NewText string
 }
 
+// ToolKind is the ACP tool kind of a call's card: how editors group it
+// and which icon they show.
+type ToolKind string
+
+// The ACP tool kinds.
+const (
+	ToolKindRead       ToolKind = "read"
+	ToolKindEdit       ToolKind = "edit"
+	ToolKindDelete     ToolKind = "delete"
+	ToolKindMove       ToolKind = "move"
+	ToolKindSearch     ToolKind = "search"
+	ToolKindExecute    ToolKind = "execute"
+	ToolKindThink      ToolKind = "think"
+	ToolKindFetch      ToolKind = "fetch"
+	ToolKindSwitchMode ToolKind = "switch_mode"
+	ToolKindOther      ToolKind = "other"
+)
+
 // CallView is a tool call's card intent.
 type CallView struct {
 	Kind      string // ViewGeneric, ViewDiff, ViewTerminal
 	Title     string
-	ToolKind  string // ACP tool kind: read, edit, execute, other, ...
+	ToolKind  ToolKind // the card's ACP tool kind ("" reads as ToolKindOther)
 	RawInput  json.RawMessage
 	Locations []Location
 	Content   []string // generic text content
@@ -112,7 +130,8 @@ type CallView struct {
 	Cwd         string
 	// EditorTitle and EditorKind, when set, replace Title and ToolKind in
 	// editors (a question as the title; switch_mode for a plan review).
-	EditorTitle, EditorKind string
+	EditorTitle string
+	EditorKind  ToolKind
 	// Hidden shows editors no card for the call (todo_write: its plan
 	// update is the card).
 	Hidden bool
