@@ -54,7 +54,7 @@ func (Tool) PresentCall(args json.RawMessage) capabilities.CallView {
 		} `json:"questions"`
 	}
 	_ = json.Unmarshal(args, &a)
-	v := capabilities.CallView{Kind: capabilities.ViewGeneric, Title: "ask_user_question", ToolKind: "other", RawInput: args}
+	v := capabilities.CallView{Kind: capabilities.ViewGeneric, Title: "ask_user_question", ToolKind: capabilities.ToolKindOther, RawInput: args}
 	switch {
 	case len(a.Questions) == 1:
 		v.EditorTitle = a.Questions[0].Question

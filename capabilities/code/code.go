@@ -89,7 +89,7 @@ func (Tool) PresentCall(args json.RawMessage) capabilities.CallView {
 		Code string `json:"code"`
 	}
 	_ = json.Unmarshal(args, &a)
-	return capabilities.CallView{Kind: capabilities.ViewGeneric, Title: a.Code, ToolKind: "execute", RawInput: jsonx.MustMarshal(a.Code)}
+	return capabilities.CallView{Kind: capabilities.ViewGeneric, Title: a.Code, ToolKind: capabilities.ToolKindExecute, RawInput: jsonx.MustMarshal(a.Code)}
 }
 
 // PresentResult implements capabilities.ResultPresenter: the captured log

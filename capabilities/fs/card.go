@@ -40,7 +40,7 @@ func (*readTool) PresentCall(args json.RawMessage) capabilities.CallView {
 	return capabilities.CallView{
 		Kind:      capabilities.ViewGeneric,
 		Title:     title,
-		ToolKind:  "read",
+		ToolKind:  capabilities.ToolKindRead,
 		Locations: []capabilities.Location{{Path: a.FilePath, Line: &line}},
 	}
 }
@@ -157,7 +157,7 @@ func (*writeTool) PresentCall(args json.RawMessage) capabilities.CallView {
 	return capabilities.CallView{
 		Kind:      capabilities.ViewDiff,
 		Title:     "Write " + a.FilePath,
-		ToolKind:  "edit",
+		ToolKind:  capabilities.ToolKindEdit,
 		Diffs:     []capabilities.Diff{{Path: a.FilePath, NewText: a.Content}},
 		Locations: []capabilities.Location{{Path: a.FilePath}},
 	}
@@ -192,7 +192,7 @@ func (*editTool) PresentCall(args json.RawMessage) capabilities.CallView {
 	return capabilities.CallView{
 		Kind:      capabilities.ViewDiff,
 		Title:     "Edit " + a.FilePath,
-		ToolKind:  "edit",
+		ToolKind:  capabilities.ToolKindEdit,
 		Diffs:     []capabilities.Diff{d},
 		Locations: []capabilities.Location{{Path: a.FilePath}},
 	}

@@ -70,7 +70,7 @@ func (t *tool) Schema() *capabilities.Schema { return t.schema }
 
 // PresentCall implements capabilities.CallPresenter.
 func (t *tool) PresentCall(args json.RawMessage) capabilities.CallView {
-	return capabilities.CallView{Kind: capabilities.ViewGeneric, Title: t.title + " (MCP: " + t.c.srv.Name + ")", ToolKind: "other", RawInput: args}
+	return capabilities.CallView{Kind: capabilities.ViewGeneric, Title: t.title + " (MCP: " + t.c.srv.Name + ")", ToolKind: capabilities.ToolKindOther, RawInput: args}
 }
 
 // Run implements capabilities.Tool: approval on the server's first use,

@@ -105,7 +105,7 @@ func (Tool) PresentCall(args json.RawMessage) capabilities.CallView {
 	if m := heading.FindStringSubmatch(a.Plan); m != nil {
 		title = m[1]
 	}
-	return capabilities.CallView{Kind: capabilities.ViewGeneric, Title: title, ToolKind: "other", Content: []string{a.Plan}, EditorKind: "switch_mode"}
+	return capabilities.CallView{Kind: capabilities.ViewGeneric, Title: title, ToolKind: capabilities.ToolKindOther, Content: []string{a.Plan}, EditorKind: capabilities.ToolKindSwitchMode}
 }
 
 // PresentResult implements capabilities.ResultPresenter.

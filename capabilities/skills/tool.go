@@ -69,7 +69,7 @@ func (*Tool) PresentCall(args json.RawMessage) capabilities.CallView {
 		Name string `json:"name"`
 	}
 	_ = json.Unmarshal(args, &a)
-	return capabilities.CallView{Kind: capabilities.ViewGeneric, Title: "Skill " + a.Name, ToolKind: "read", RawInput: args}
+	return capabilities.CallView{Kind: capabilities.ViewGeneric, Title: "Skill " + a.Name, ToolKind: capabilities.ToolKindRead, RawInput: args}
 }
 
 // PromptSection implements capabilities.Sectioner: the catalogue, names

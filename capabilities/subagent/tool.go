@@ -121,5 +121,5 @@ func (t EditorTool) PresentCall(args json.RawMessage) capabilities.CallView {
 	if t.Fork {
 		title = "Forked subagent: " + a.Description
 	}
-	return capabilities.CallView{Kind: capabilities.ViewGeneric, Title: title, ToolKind: "think", RawInput: args}
+	return capabilities.CallView{Kind: capabilities.ViewGeneric, Title: title, ToolKind: capabilities.ToolKindThink, RawInput: args}
 }

@@ -84,5 +84,5 @@ func (Tool) PresentCall(args json.RawMessage) capabilities.CallView {
 		Todos json.RawMessage `json:"todos"`
 	}
 	_ = json.Unmarshal(args, &a)
-	return capabilities.CallView{Kind: capabilities.ViewGeneric, Title: "Update todo list", ToolKind: "other", RawInput: a.Todos, Hidden: true}
+	return capabilities.CallView{Kind: capabilities.ViewGeneric, Title: "Update todo list", ToolKind: capabilities.ToolKindOther, RawInput: a.Todos, Hidden: true}
 }

@@ -57,7 +57,7 @@ func (*Fetch) Schema() *capabilities.Schema {
 func (*Fetch) PresentCall(args json.RawMessage) capabilities.CallView {
 	var a fetchArgs
 	_ = json.Unmarshal(args, &a)
-	return capabilities.CallView{Kind: capabilities.ViewGeneric, Title: "Fetch " + a.URL, ToolKind: "fetch", RawInput: args}
+	return capabilities.CallView{Kind: capabilities.ViewGeneric, Title: "Fetch " + a.URL, ToolKind: capabilities.ToolKindFetch, RawInput: args}
 }
 
 // Run implements capabilities.Tool.

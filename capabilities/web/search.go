@@ -55,7 +55,7 @@ func (*Search) Schema() *capabilities.Schema {
 func (*Search) PresentCall(args json.RawMessage) capabilities.CallView {
 	var a searchArgs
 	_ = json.Unmarshal(args, &a)
-	return capabilities.CallView{Kind: capabilities.ViewGeneric, Title: "Web search " + strconv.Quote(a.Query), ToolKind: "fetch", RawInput: args}
+	return capabilities.CallView{Kind: capabilities.ViewGeneric, Title: "Web search " + strconv.Quote(a.Query), ToolKind: capabilities.ToolKindFetch, RawInput: args}
 }
 
 // Run implements capabilities.Tool.

@@ -85,7 +85,7 @@ func (Tool) PresentCall(args json.RawMessage) capabilities.CallView {
 		} `json:"meta"`
 	}
 	_ = json.Unmarshal(args, &a)
-	return capabilities.CallView{Kind: capabilities.ViewGeneric, Title: "workflow: " + a.Meta.Name, ToolKind: "other",
+	return capabilities.CallView{Kind: capabilities.ViewGeneric, Title: "workflow: " + a.Meta.Name, ToolKind: capabilities.ToolKindOther,
 		RawInput: jsonx.MustMarshal(a.Script)}
 }
 
