@@ -5,9 +5,16 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-
-	"github.com/dsh-acp/dsh-acp/internal/acpschema"
 )
+
+// FrameChecker validates one frame the agent wrote, as the answer to
+// method ("" when it answers nothing sent); *acpschema.Validator satisfies
+// it. An interface, so that the dsh-acp binary, which links this package
+// for --replay, does not link the schema compiler and its package
+// initializer (3 ms and 1.7 MB in every process).
+type FrameChecker interface {
+	CheckFrame(line []byte, method string) error
+}
 
 // Reporter receives protocol violations; *testing.T satisfies it.
 type Reporter interface {
@@ -27,7 +34,15 @@ type FrameError struct {
 
 // Error implements error.
 func (e *FrameError) Error() string {
-	return fmt.Sprintf("agent frame fails the ACP contract: %v\nframe: %s", e.Err, acpschema.ClipLine(e.Line))
+	return fmt.Sprintf("agent frame fails the ACP contract: %v\nframe: %s", e.Err, clipLine(e.Line))
+}
+
+// clipLine shortens a frame for a message (as acpschema.ClipLine).
+func clipLine(b []byte) string {
+	if len(b) > 600 {
+		return string(b[:600]) + fmt.Sprintf("… (%d bytes)", len(b))
+	}
+	return string(b)
 }
 
 // Unwrap returns the violation.

@@ -28,7 +28,6 @@ import (
 	"sync"
 	"time"
 
-	"github.com/dsh-acp/dsh-acp/internal/acpschema"
 	"github.com/dsh-acp/dsh-acp/internal/jsonx"
 )
 
@@ -52,7 +51,7 @@ type Options struct {
 	// Schema validates the agent's frames in Check; nil checks only the
 	// line framing. Unstable, when set, validates the frames that carry
 	// an update kind only the unstable schema knows (subagent_update).
-	Schema, Unstable *acpschema.Validator
+	Schema, Unstable FrameChecker
 
 	// OnReceive, when set, sees every line the agent writes (without its
 	// "\n"), on the read loop, in wire order, before the Conn handles it;
@@ -486,7 +485,7 @@ func (c *Conn) dispatch(seq int, data []byte) {
 		k := c.pending[string(f.ID)]
 		delete(c.pending, string(f.ID))
 		if k == nil {
-			c.strays = append(c.strays, "a response to no pending request: "+acpschema.ClipLine(data))
+			c.strays = append(c.strays, "a response to no pending request: "+clipLine(data))
 		}
 		c.mu.Unlock()
 		if k != nil {
