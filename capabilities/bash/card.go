@@ -24,7 +24,7 @@ func (t *Tool) PresentCall(raw json.RawMessage) capabilities.CallView {
 		return capabilities.CallView{
 			Kind:     capabilities.ViewGeneric,
 			Title:    a.Command,
-			ToolKind: "execute",
+			ToolKind: capabilities.ToolKindExecute,
 			RawInput: rawString(a.Command),
 			Content:  []string{a.Description},
 		}

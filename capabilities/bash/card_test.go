@@ -89,7 +89,7 @@ func TestRecordedCards(t *testing.T) {
 			cv := tool.PresentCall(args)
 			require.Equal(t, capabilities.ViewTerminal, cv.Kind)
 			require.Equal(t, r.call["title"], cv.Title)
-			require.Equal(t, r.call["kind"], cv.ToolKind)
+			require.EqualValues(t, r.call["kind"], cv.ToolKind)
 			var raw any
 			require.NoError(t, json.Unmarshal(cv.RawInput, &raw))
 			require.Equal(t, r.call["rawInput"], raw)

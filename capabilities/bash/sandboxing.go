@@ -54,11 +54,11 @@ const EscalationMarker = "[sandbox: escalation available — retry this exact co
 
 // wider lists the modes strictly wider than m.
 func wider(m string) []string {
-	switch m {
-	case "read-only":
-		return []string{"workspace-write", "danger-full-access"}
-	case "workspace-write":
-		return []string{"danger-full-access"}
+	switch sandbox.Mode(m) {
+	case sandbox.ReadOnly:
+		return []string{string(sandbox.WorkspaceWrite), string(sandbox.DangerFullAccess)}
+	case sandbox.WorkspaceWrite:
+		return []string{string(sandbox.DangerFullAccess)}
 	}
 	return nil
 }

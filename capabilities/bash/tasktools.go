@@ -34,7 +34,7 @@ func taskIDSchema(desc string) *capabilities.Schema {
 func taskCard(args json.RawMessage, title string) capabilities.CallView {
 	var a taskIDArgs
 	_ = json.Unmarshal(args, &a)
-	return capabilities.CallView{Kind: capabilities.ViewGeneric, Title: title + a.TaskID, ToolKind: "execute", RawInput: rawString(a.TaskID)}
+	return capabilities.CallView{Kind: capabilities.ViewGeneric, Title: title + a.TaskID, ToolKind: capabilities.ToolKindExecute, RawInput: rawString(a.TaskID)}
 }
 
 // TaskOutputTool is task_output: a task's new output and status.
@@ -95,7 +95,7 @@ func (t TaskListTool) Run(_ context.Context, call *capabilities.Call) (capabilit
 
 // PresentCall implements capabilities.CallPresenter.
 func (TaskListTool) PresentCall(args json.RawMessage) capabilities.CallView {
-	return capabilities.CallView{Kind: capabilities.ViewGeneric, Title: "List background tasks", ToolKind: "execute", RawInput: args}
+	return capabilities.CallView{Kind: capabilities.ViewGeneric, Title: "List background tasks", ToolKind: capabilities.ToolKindExecute, RawInput: args}
 }
 
 // TaskKillTool is task_kill: stop a background task.

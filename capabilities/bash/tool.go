@@ -25,6 +25,7 @@ import (
 
 	"github.com/dsh-acp/dsh-acp/capabilities"
 	"github.com/dsh-acp/dsh-acp/internal/jsonx"
+	"github.com/dsh-acp/dsh-acp/sandbox"
 )
 
 // MaxTimeoutMs caps every foreground command's timeout.
@@ -143,7 +144,7 @@ func (t *Tool) Schema() *capabilities.Schema {
 			capabilities.Opt("sandbox_permissions", &capabilities.Schema{
 				Type:        "string",
 				Description: "Ask to run this one command under a wider sandbox mode; the user must approve, and a justification is required.",
-				Enum:        []string{"workspace-write", "danger-full-access"},
+				Enum:        []string{string(sandbox.WorkspaceWrite), string(sandbox.DangerFullAccess)},
 			}),
 			capabilities.Opt("justification", capabilities.String("One sentence for the user explaining why this command needs the wider sandbox.")),
 		)

@@ -176,7 +176,7 @@ func checkCards(t *testing.T, h *harness, rec recording, c recordedCall, res rec
 	require.NoError(t, json.Unmarshal(callCard["kind"], &kind))
 	require.Equal(t, title, view.Title)
 	if view.Kind == capabilities.ViewGeneric {
-		require.Equal(t, kind, view.ToolKind)
+		require.EqualValues(t, kind, view.ToolKind)
 	} else {
 		require.Equal(t, "edit", kind)
 	}

@@ -228,7 +228,7 @@ func TestWebSearchOnlyWithAProvider(t *testing.T) {
 
 func TestCards(t *testing.T) {
 	v := (&Fetch{}).PresentCall(json.RawMessage(`{"url":"https://go.dev"}`))
-	require.Equal(t, "fetch", v.ToolKind)
+	require.Equal(t, capabilities.ToolKindFetch, v.ToolKind)
 	require.Equal(t, "Fetch https://go.dev", v.Title)
 	v = (&Search{}).PresentCall(json.RawMessage(`{"query":"x"}`))
 	require.Equal(t, `Web search "x"`, v.Title)
