@@ -5,6 +5,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"fmt"
 	"os"
 	"path/filepath"
 	"testing"
@@ -89,7 +90,7 @@ func TestRecordedCards(t *testing.T) {
 			cv := tool.PresentCall(args)
 			require.Equal(t, capabilities.ViewTerminal, cv.Kind)
 			require.Equal(t, r.call["title"], cv.Title)
-			require.EqualValues(t, r.call["kind"], cv.ToolKind)
+			require.Equal(t, r.call["kind"], fmt.Sprint(cv.ToolKind)) // a string, or a typed one
 			var raw any
 			require.NoError(t, json.Unmarshal(cv.RawInput, &raw))
 			require.Equal(t, r.call["rawInput"], raw)
