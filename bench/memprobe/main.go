@@ -355,7 +355,7 @@ func printRuns(w io.Writer, runs []run, timed bool) {
 func printSections(w io.Writer, p reading, l *layout) {
 	fmt.Fprintf(w, "resident pages of the executable per section (%s)\n\n| section | size MB | resident MB | %% |\n| --- | ---: | ---: | ---: |\n", p.label)
 	for _, s := range l.sections {
-		res := int64(countResident(p.resides, l, s.addr, s.addr+s.size)) * pageSize
+		res := residentBytes(p.resides, l, s.addr, s.addr+s.size)
 		fmt.Fprintf(w, "| %s | %.2f | %.2f | %.0f |\n", s.name, mb(int64(s.size)), mb(res), 100*float64(res)/float64(max(s.size, 1)))
 	}
 }
