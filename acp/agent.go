@@ -25,18 +25,52 @@ type Agent interface {
 	SessionTitle(ctx context.Context, id string) string
 }
 
-// Session is one live conversation.
-type Session interface {
+// A live session is used through the small interfaces below, each owned by
+// the bridge code that needs it; Session is their sum, what an Agent hands
+// out. *agent.Session implements it (no adapter: Agent's two constructors
+// only convert the result, as Go has no covariant return types).
+
+// Conversation is what the presenter and the bridge's bookkeeping read of
+// a session (sessions.go, the MCP connector): its id, its log and its
+// tools (for their cards).
+type Conversation interface {
 	// ID returns the session id.
 	ID() string
 	// Log returns the session's event log.
 	Log() *session.Log
-	// Tools returns the session's tools (for their cards).
+	// Tools returns the session's tools.
 	Tools() *capabilities.Registry
+}
+
+// Prompter runs a session's turns (prompt.go).
+type Prompter interface {
+	// Prompt runs one turn for the user's text and returns how it ended. It
+	// returns once the turn's turn/end is in the log.
+	Prompt(ctx context.Context, text string) session.EndReason
+	// Cancel aborts the running turn (and drops one about to start).
+	Cancel(reason string)
+}
+
+// Disposer ends a session (session/close, the connection's end).
+type Disposer interface {
+	// Interrupt marks the session disposed without waiting: a running turn
+	// is aborted and ends "disposed".
+	Interrupt()
+	// Close disposes the session: a running turn ends "disposed" and the log
+	// is flushed.
+	Close(ctx context.Context) error
+}
+
+// Knobs are a session's config knobs (config.go).
+type Knobs interface {
 	// Knob returns a config knob's current value and whether it exists.
 	Knob(id string) (string, bool)
 	// SetKnob switches a knob (the value is already validated).
 	SetKnob(id, value string)
+}
+
+// ModeSwitcher is a session's mode (modes.go, and the mode option).
+type ModeSwitcher interface {
 	// Modes lists the session's modes, default first (false: modes are
 	// not composed).
 	Modes() ([]string, bool)
@@ -44,19 +78,22 @@ type Session interface {
 	Mode() string
 	// SetMode holds a mode switch until the next flush point.
 	SetMode(id string) error
-	// Commands lists the slash commands the session handles itself.
+}
+
+// Commander lists the slash commands a session handles itself (the
+// available_commands_update).
+type Commander interface {
 	Commands() []agent.Command
-	// Prompt runs one turn for the user's text and returns how it ended. It
-	// returns once the turn's turn/end is in the log.
-	Prompt(ctx context.Context, text string) session.EndReason
-	// Cancel aborts the running turn (and drops one about to start).
-	Cancel(reason string)
-	// Interrupt marks the session disposed without waiting: a running turn
-	// is aborted and ends "disposed".
-	Interrupt()
-	// Close disposes the session: a running turn ends "disposed" and the log
-	// is flushed.
-	Close(ctx context.Context) error
+}
+
+// Session is one live conversation: everything the bridge serves.
+type Session interface {
+	Conversation
+	Prompter
+	Disposer
+	Knobs
+	ModeSwitcher
+	Commander
 }
 
 // Options configures the bridge for a composition.
@@ -229,35 +266,34 @@ type ModelChoice struct {
 	Images bool
 }
 
-// FromRuntime adapts an agent runtime to the bridge's Agent surface.
+// FromRuntime serves an agent runtime. Its session listing, lookup,
+// titles, summaries and deletion are the runtime's own methods; only the
+// two constructors convert their *agent.Session to Session.
 func FromRuntime(rt *agent.Runtime) Agent { return runtimeAgent{rt} }
 
-type runtimeAgent struct{ rt *agent.Runtime }
+type runtimeAgent struct{ *agent.Runtime }
 
+// NewSession implements Agent.
 func (a runtimeAgent) NewSession(ctx context.Context, o agent.SessionOptions) (Session, error) {
-	s, err := a.rt.NewSession(ctx, o)
+	s, err := a.Runtime.NewSession(ctx, o)
 	if err != nil {
 		return nil, err
 	}
 	return s, nil
 }
 
-func (a runtimeAgent) ListSessions(ctx context.Context) ([]session.Header, error) {
-	return a.rt.ListSessions(ctx)
-}
-
-func (a runtimeAgent) SessionTitle(ctx context.Context, id string) string {
-	return a.rt.SessionTitle(ctx, id)
-}
-
-func (a runtimeAgent) LookupSession(ctx context.Context, id string) (session.Header, error) {
-	return a.rt.LookupSession(ctx, id)
-}
-
+// ResumeSession implements Agent.
 func (a runtimeAgent) ResumeSession(ctx context.Context, id string, o agent.SessionOptions) (Session, error) {
-	s, err := a.rt.ResumeSession(ctx, id, o)
+	s, err := a.Runtime.ResumeSession(ctx, id, o)
 	if err != nil {
 		return nil, err
 	}
 	return s, nil
 }
+
+// The runtime's optional surfaces, checked at compile time.
+var (
+	_ sessionDeleter    = runtimeAgent{}
+	_ sessionSummarizer = runtimeAgent{}
+	_ Session           = (*agent.Session)(nil)
+)

@@ -61,8 +61,15 @@ var (
 // under "mode" (false: not composed).
 type optionValues func(id string) (string, bool)
 
+// settings is what the config options read of a session: its knobs and
+// its mode.
+type settings interface {
+	Knobs
+	ModeSwitcher
+}
+
 // sessionValues reads the option values from a live session.
-func sessionValues(s Session) optionValues {
+func sessionValues(s settings) optionValues {
 	return func(id string) (string, bool) {
 		if id == optionMode {
 			if _, ok := s.Modes(); !ok {
@@ -72,13 +79,6 @@ func sessionValues(s Session) optionValues {
 		}
 		return s.Knob(id)
 	}
-}
-
-// configOptions lists a session's options with their current values (a
-// held switch shows already), in upstream's order; nil when none is
-// composed.
-func (s *Server) configOptions(sess Session) []ConfigOption {
-	return s.optionsFrom(sess, sessionValues(sess))
 }
 
 // models returns the offered models, current among them (waiting at most
@@ -146,13 +146,13 @@ func (s *Server) modelOptions(ctx context.Context, values optionValues) []Config
 // optionsFrom builds the option list from values; with EditorConfig the
 // mode leads, and every option and value has a human name and a
 // description.
-func (s *Server) optionsFrom(sess Session, values optionValues) []ConfigOption {
+func (s *Server) optionsFrom(sess ModeSwitcher, values optionValues) []ConfigOption {
 	return s.optionsWith(context.Background(), sess, values)
 }
 
 // optionsWith is optionsFrom waiting at most until ctx ends for the model
 // list.
-func (s *Server) optionsWith(ctx context.Context, sess Session, values optionValues) []ConfigOption {
+func (s *Server) optionsWith(ctx context.Context, sess ModeSwitcher, values optionValues) []ConfigOption {
 	if !s.opts.EditorConfig {
 		return upstreamOptions(values)
 	}

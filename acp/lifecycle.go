@@ -25,16 +25,6 @@ type sessionSummarizer interface {
 	SessionSummaries(ctx context.Context) ([]session.Summary, error)
 }
 
-// DeleteSession implements sessionDeleter for the agent runtime.
-func (a runtimeAgent) DeleteSession(ctx context.Context, id string) error {
-	return a.rt.DeleteSession(ctx, id)
-}
-
-// SessionSummaries implements sessionSummarizer for the agent runtime.
-func (a runtimeAgent) SessionSummaries(ctx context.Context) ([]session.Summary, error) {
-	return a.rt.SessionSummaries(ctx)
-}
-
 // lifecycleCapabilities adds what Options.Lifecycle answers to sc.
 func (s *Server) lifecycleCapabilities(sc *SessionCapabilities) *SessionCapabilities {
 	if !s.opts.Lifecycle {

@@ -14,7 +14,7 @@ type MCPConnector interface {
 	// Connect starts connecting sess to servers in the background and
 	// returns at once. Failures are the session's notices, never the
 	// request's error; the servers stop when the session closes.
-	Connect(sess Session, servers []json.RawMessage)
+	Connect(sess Conversation, servers []json.RawMessage)
 }
 
 // MCPCapabilities advertises the MCP transports the agent connects to

@@ -6,7 +6,7 @@ import (
 
 // modeState returns the modes object for a session, or nil when modes are
 // not composed.
-func (s *Server) modeState(sess Session) *SessionModeState {
+func (s *Server) modeState(sess ModeSwitcher) *SessionModeState {
 	ids, ok := sess.Modes()
 	if !ok {
 		return nil

@@ -296,7 +296,10 @@ func (s *Server) resumeError(id string, err error) error {
 
 // dispose closes a session and gives up its ownership in the store, so
 // another process may load it.
-func (s *Server) dispose(ctx context.Context, sess Session) {
+func (s *Server) dispose(ctx context.Context, sess interface {
+	Conversation
+	Disposer
+}) {
 	err := sess.Close(ctx)
 	if err == nil {
 		err = sess.Log().Close(ctx)

@@ -42,7 +42,7 @@ func (m mcpConnector) Check(raw []json.RawMessage) error {
 }
 
 // Connect implements acp.MCPConnector.
-func (m mcpConnector) Connect(sess acp.Session, raw []json.RawMessage) {
+func (m mcpConnector) Connect(sess acp.Conversation, raw []json.RawMessage) {
 	servers, err := parseMCP(raw)
 	if err != nil || len(servers) == 0 {
 		return
