@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -25,7 +24,6 @@ import (
 type slowRead struct {
 	running  *atomic.Int32
 	peak     *atomic.Int32
-	barrier  *sync.WaitGroup
 	duration time.Duration
 }
 

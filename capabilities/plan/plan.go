@@ -87,9 +87,11 @@ func (t Tool) Run(ctx context.Context, call *capabilities.Call) (capabilities.Re
 		}
 		return capabilities.TextResult(text), nil
 	}
+	// The model reads these errors as sentences (upstream's text).
 	if a.Custom != nil {
 		return capabilities.Result{}, errors.New("The user chose to keep planning; their feedback: " + *a.Custom)
 	}
+	//lint:ignore ST1005 a sentence for the model, as recorded upstream
 	return capabilities.Result{}, errors.New("The user chose to keep planning; revise the plan and present it again.")
 }
 
