@@ -81,6 +81,10 @@ type conn interface {
 	// Call sends an agent→client request with pre-encoded params and
 	// decodes the result into result.
 	Call(ctx context.Context, method string, params json.RawMessage, result any) error
+	// Send writes an agent→client request before it returns and gives
+	// back the wait for its result: a request whose place among the
+	// frames matters, but whose answer need not hold up the sender.
+	Send(ctx context.Context, method string, params json.RawMessage) (wait func(ctx context.Context, result any) error, err error)
 	// Done is closed when the connection ends (the client's input ended).
 	Done() <-chan struct{}
 	// Close ends the connection.
@@ -125,7 +129,19 @@ func (f handlerFunc) Handle(ctx context.Context, _ *jsonrpc2.Conn, req *jsonrpc2
 type rpcConn struct{ c *jsonrpc2.Conn }
 
 func (r *rpcConn) Call(ctx context.Context, method string, params json.RawMessage, result any) error {
-	err := r.c.Call(ctx, method, params, result)
+	return callError(method, r.c.Call(ctx, method, params, result))
+}
+
+func (r *rpcConn) Send(ctx context.Context, method string, params json.RawMessage) (func(context.Context, any) error, error) {
+	w, err := r.c.DispatchCall(ctx, method, params)
+	if err != nil {
+		return nil, callError(method, err)
+	}
+	return func(ctx context.Context, result any) error { return callError(method, w.Wait(ctx, result)) }, nil
+}
+
+// callError maps the library's errors to ours.
+func callError(method string, err error) error {
 	var je *jsonrpc2.Error
 	switch {
 	case err == nil:

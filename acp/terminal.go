@@ -6,6 +6,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"time"
 
 	"github.com/dsh-acp/dsh-acp/capabilities"
 )
@@ -129,10 +130,48 @@ func (t *clientTerminal) Kill(ctx context.Context) error {
 }
 
 // Release implements capabilities.Terminal with terminal/release, sent
-// once however often it is called.
+// once however often it is called. The request is written before Release
+// returns, so its place among the session's frames is fixed by the
+// caller; the client's answer is awaited in the background (nothing
+// depends on it: the terminal is gone for us either way).
 func (t *clientTerminal) Release(ctx context.Context) error {
-	t.once.Do(func() { t.release = t.s.call(ctx, "terminal/release", t.req, &struct{}{}) })
+	t.once.Do(func() {
+		wait, err := t.s.send(ctx, "terminal/release", t.req)
+		if err != nil {
+			t.release = err
+			return
+		}
+		go func() {
+			ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), releaseWait)
+			defer cancel()
+			if err := wait(ctx, &struct{}{}); err != nil {
+				t.s.log.Debug().Err(err).Str("terminal", t.req.TerminalID).Msg("terminal/release")
+			}
+		}()
+	})
 	return t.release
+}
+
+// releaseWait bounds the background wait for a terminal/release answer.
+const releaseWait = 30 * time.Second
+
+// send writes an agent→client request now and returns the wait for its
+// result (see conn.Send).
+func (s *Server) send(ctx context.Context, method string, params any) (func(context.Context, any) error, error) {
+	raw, err := marshal(params)
+	if err != nil {
+		return nil, err
+	}
+	select {
+	case <-s.connReady:
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	}
+	wait, err := s.conn.Send(ctx, method, raw)
+	if errors.Is(err, ErrConnClosed) {
+		s.disconnected()
+	}
+	return wait, err
 }
 
 func (e TerminalExitStatus) status() capabilities.ExitStatus {

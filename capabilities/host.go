@@ -121,7 +121,11 @@ type Terminal interface {
 	WaitForExit(ctx context.Context) (ExitStatus, error)
 	// Kill stops the command; the terminal stays readable.
 	Kill(ctx context.Context) error
-	// Release kills a running command and frees the terminal.
+	// Release kills a running command and frees the terminal. It must not
+	// block on the host: the request is sent before it returns, and the
+	// host's answer need not be awaited (it may be called while the
+	// session log is being appended to, to fix the request's place on
+	// the wire).
 	Release(ctx context.Context) error
 }
 

@@ -299,13 +299,14 @@ func (t *Tool) releaseAfterResult(ctx context.Context, call *capabilities.Call, 
 		if ev.Decode(&r) != nil || r.CallID != call.CallID {
 			return
 		}
-		// Subscribers run under the log's append lock: unsubscribe and
-		// the round trip happen outside it.
+		// Subscribers run under the log's append lock, in order: the
+		// release is sent here, right after the result's own update, so
+		// its place on the wire is fixed (the host's answer is not
+		// awaited: Terminal.Release returns once the request is out).
+		// Unsubscribing takes the lock, so it happens outside.
 		once.Do(func() {
-			go func() {
-				unsubscribe()
-				t.terms.release(ctx, term, false)
-			}()
+			t.terms.release(ctx, term, false)
+			go unsubscribe()
 		})
 	})
 }
