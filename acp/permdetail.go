@@ -84,6 +84,11 @@ func escalation(req approval.Request) (mode, why string, ok bool) {
 	return mode, why, true
 }
 
+// HooksConsent is the ToolName of the approval request that asks whether a
+// project's hooks may run (it has no tool card; the request gets a title,
+// kind and text of its own).
+const HooksConsent = "hooks"
+
 // sandboxName is a sandbox mode's menu name.
 func sandboxName(mode string) string {
 	for _, c := range sandboxChoices {
@@ -103,7 +108,7 @@ func askText(req approval.Request) string {
 		}
 		return text
 	}
-	if req.ToolName == "hooks" {
+	if req.ToolName == HooksConsent {
 		return "This project defines hooks: shell commands that run on your machine at points of the conversation. " +
 			"They run only if you allow them.\n\n" + strings.TrimPrefix(req.Reason, "run this project's hooks:\n")
 	}
@@ -124,7 +129,7 @@ func sandboxDescription(mode string) string {
 
 // askTitle titles a request that has no card.
 func askTitle(req approval.Request) string {
-	if req.ToolName == "hooks" {
+	if req.ToolName == HooksConsent {
 		return "Run this project's hooks?"
 	}
 	return "Allow " + req.ToolName + "?"
@@ -132,7 +137,7 @@ func askTitle(req approval.Request) string {
 
 // askKind is the tool kind of a request that has no card.
 func askKind(req approval.Request) capabilities.ToolKind {
-	if req.ToolName == "hooks" {
+	if req.ToolName == HooksConsent {
 		return capabilities.ToolKindExecute
 	}
 	return capabilities.ToolKindOther
@@ -144,7 +149,7 @@ func alwaysName(req approval.Request) string {
 		return "Always allow, and keep this session at " + sandboxName(mode)
 	}
 	switch {
-	case req.ToolName == "hooks":
+	case req.ToolName == HooksConsent:
 		return "Always allow this project's hooks (until they change)"
 	case req.ToolName == "web_fetch":
 		if host := fetchHost(req.Reason); host != "" {
@@ -175,7 +180,7 @@ func projectScope(req approval.Request, title string) (scope, name string) {
 	if mode, _, ok := escalation(req); ok && title != "" {
 		return "run:" + mode + ":" + title, "Always allow `" + clipRunes(title, 60) + "` with " + sandboxName(mode) + " in this project"
 	}
-	if req.ToolName != "hooks" && strings.Contains(req.Reason, "the sandbox is read-only") && !strings.Contains(req.Reason, "outside the session root") {
+	if req.ToolName != HooksConsent && strings.Contains(req.Reason, "the sandbox is read-only") && !strings.Contains(req.Reason, "outside the session root") {
 		return "write", "Always allow writes in this project"
 	}
 	return "", ""

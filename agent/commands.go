@@ -56,7 +56,7 @@ func (s *Session) runCommand(ctx context.Context, c Command, args string) {
 	s.log.Append(TypeCommandResult, CommandResult{Command: c.Name, Text: text})
 	s.log.Append(session.TypeContextMessage, session.Message{
 		Content: []session.Block{session.TextBlock("The user ran /" + c.Name + ". " + text)},
-		Source:  session.Source{Kind: "plugin", Plugin: "command"},
+		Source:  session.PluginSource("command"),
 	})
 }
 

@@ -101,7 +101,7 @@ func compacted(events []session.Event) []session.Event {
 		shadowed[q] = true
 	}
 	msg, _ := json.Marshal(session.Message{Content: []session.Block{session.TextBlock(summaryHeader + sum.Summary)},
-		Source: session.Source{Kind: "plugin", Plugin: "compaction"}})
+		Source: session.PluginSource("compaction")})
 	out := make([]session.Event, 0, len(events))
 	placed := false
 	for _, e := range events {

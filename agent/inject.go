@@ -32,7 +32,7 @@ func (s *Session) inject(msg session.Message) {
 	s.turnMu.Lock()
 	defer s.turnMu.Unlock()
 	turn := session.LastTurn(s.log.Events()) + 1
-	s.log.Append(session.TypeTurnStart, session.TurnStart{Turn: turn, Trigger: session.Trigger{Kind: "injection", Source: msg.Source}})
+	s.log.Append(session.TypeTurnStart, session.TurnStart{Turn: turn, Trigger: session.Trigger{Kind: session.TriggerInjection, Source: msg.Source}})
 	s.log.Append(session.TypeContextMessage, msg)
 	s.log.Append(session.TypeTurnEnd, session.TurnEnd{Turn: turn, Reason: session.EndReason{Kind: session.EndCompleted}})
 	if err := s.log.Flush(context.Background()); err != nil {

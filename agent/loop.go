@@ -62,7 +62,7 @@ func (s *Session) PromptContent(ctx context.Context, content []session.Block) se
 	turnCtx, cancel := context.WithCancel(ctx)
 	s.cancel, s.abortReason = cancel, ""
 	turn := session.LastTurn(s.log.Events()) + 1
-	s.log.Append(session.TypeTurnStart, session.TurnStart{Turn: turn, Trigger: session.Trigger{Kind: "message", Source: session.UserSource}})
+	s.log.Append(session.TypeTurnStart, session.TurnStart{Turn: turn, Trigger: session.Trigger{Kind: session.TriggerMessage, Source: session.UserSource}})
 	s.inTurn = true
 	s.mu.Unlock()
 	defer func() {

@@ -86,7 +86,7 @@ func (m *modeService) flush() {
 		text = "The user switched this session back to the default mode."
 	}
 	s.log.Append(session.TypeContextMessage, session.Message{Content: []session.Block{session.TextBlock(text)},
-		Source: session.Source{Kind: "plugin", Plugin: "mode"}})
+		Source: session.PluginSource("mode")})
 }
 
 // noticeUndefined tells the model once per session and mode that its
@@ -109,7 +109,7 @@ func (m *modeService) noticeUndefined() {
 	m.noticed[mode] = true
 	s.log.Append(session.TypeContextMessage, session.Message{Content: []session.Block{session.TextBlock(
 		fmt.Sprintf("Mode %q is no longer defined in this deployment's configuration; the session continues in the default mode.", mode))},
-		Source: session.Source{Kind: "plugin", Plugin: "mode"}})
+		Source: session.PluginSource("mode")})
 }
 
 // knobAnchor appends held knob switches inside the prompt-submit chain
@@ -185,7 +185,7 @@ func (n *narrator) PrepareStep(context.Context, pipeline.Session, pipeline.Step)
 	}
 	byUser := lastIndex(events, session.TypeApprovalPolicy) > max(lastIndex(events, session.TypeRequestHeader), lastIndex(events, session.TypeRequestHeaderDelta))
 	return pipeline.StepDecision{Notices: []pipeline.Context{{
-		Source:  session.Source{Kind: "plugin", Plugin: "approval"},
+		Source:  session.PluginSource("approval"),
 		Content: []session.Block{session.TextBlock(approval.Narration(told, current, byUser))},
 	}}}, nil
 }

@@ -55,7 +55,7 @@ func (s *Session) restorePending(events []session.Event) {
 		case session.TypeTurnStart:
 			lastModeFlush = i
 			var ts session.TurnStart
-			if e.Decode(&ts) == nil && ts.Trigger.Kind == "message" {
+			if e.Decode(&ts) == nil && ts.Trigger.Kind == session.TriggerMessage {
 				lastPrompt = i
 			}
 		case session.TypeStepEnd:

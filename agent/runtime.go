@@ -151,7 +151,7 @@ func NewRuntime(cfg Config) *Runtime {
 func (r *Runtime) prewarm() {
 	log := session.NewLog(session.Header{ID: "prewarm", Cwd: "/"}, func() int64 { return 0 }, nil)
 	s := r.open(log, false, nil, nil)
-	log.Append(session.TypeTurnStart, session.TurnStart{Turn: 1, Trigger: session.Trigger{Kind: "message", Source: session.UserSource}})
+	log.Append(session.TypeTurnStart, session.TurnStart{Turn: 1, Trigger: session.Trigger{Kind: session.TriggerMessage, Source: session.UserSource}})
 	log.Append(session.TypeUserMessage, session.Message{Content: []session.Block{session.TextBlock("warm")}, Source: session.UserSource})
 	log.Append(session.TypeStepStart, session.StepRef{Turn: 1, Step: 1})
 	hdr := s.header()

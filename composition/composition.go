@@ -321,7 +321,7 @@ func (c Composition) bashOptions(env capabilities.Env, deps Deps) bash.Options {
 	// A finished background task is announced to the model.
 	if inj := capabilities.HostOf(env).Injector; inj != nil {
 		o.Tasks = bash.NewTasks(func(info bash.TaskInfo) {
-			inj.Inject(session.Source{Kind: "plugin", Plugin: "tool-bash"}, bash.Notice(info))
+			inj.Inject(session.PluginSource("tool-bash"), bash.Notice(info))
 		})
 	}
 	if c.Sandbox == "" {

@@ -14,6 +14,7 @@ import (
 
 	"github.com/rs/zerolog"
 
+	"github.com/dsh-acp/dsh-acp/acp"
 	"github.com/dsh-acp/dsh-acp/agent"
 	"github.com/dsh-acp/dsh-acp/agent/pipeline"
 	"github.com/dsh-acp/dsh-acp/approval"
@@ -224,7 +225,7 @@ func (p *projectConsent) Allow(ctx context.Context, s pipeline.Session) bool {
 	s.Log().Append(agent.TypeCommandResult, agent.CommandResult{Command: "hooks", Text: "This project defines hooks, " +
 		"shell commands that run on your machine at points of the conversation:\n" + p.listing +
 		"\nThey run only if you allow them (\"always\" remembers it for this project until its hooks change).\n\n"})
-	out, err := p.approvals.Request(ctx, s.Log(), approval.Request{ToolName: "hooks", CallID: "hooks-consent-" + p.hash[:12],
+	out, err := p.approvals.Request(ctx, s.Log(), approval.Request{ToolName: acp.HooksConsent, CallID: "hooks-consent-" + p.hash[:12],
 		Reason: "run this project's hooks:\n" + p.listing})
 	if err != nil {
 		return false

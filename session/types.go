@@ -45,17 +45,43 @@ func IsSurface(t string) bool {
 
 // Source says who authored a user-side message.
 type Source struct {
-	Kind   string `json:"kind"`
-	Plugin string `json:"plugin,omitempty"`
+	Kind   SourceKind `json:"kind"`
+	Plugin string     `json:"plugin,omitempty"`
 }
 
+// SourceKind says who wrote a message.
+type SourceKind string
+
+// The message sources.
+const (
+	// SourceUser is the editor's user.
+	SourceUser SourceKind = "user"
+	// SourcePlugin is a part of the agent, named in Source.Plugin.
+	SourcePlugin SourceKind = "plugin"
+)
+
 // UserSource is the source of prompts typed by the user.
-var UserSource = Source{Kind: "user"}
+var UserSource = Source{Kind: SourceUser}
+
+// PluginSource is the source of a message the agent's part name wrote.
+func PluginSource(name string) Source { return Source{Kind: SourcePlugin, Plugin: name} }
+
+// TriggerKind says why a turn started.
+type TriggerKind string
+
+// The turn triggers.
+const (
+	// TriggerMessage is the user's prompt.
+	TriggerMessage TriggerKind = "message"
+	// TriggerInjection is a message the agent injected (a background
+	// task's notice) outside a turn.
+	TriggerInjection TriggerKind = "injection"
+)
 
 // Trigger says why a turn started.
 type Trigger struct {
-	Kind   string `json:"kind"`
-	Source Source `json:"source"`
+	Kind   TriggerKind `json:"kind"`
+	Source Source      `json:"source"`
 }
 
 // TurnStart is the data of turn/start.
