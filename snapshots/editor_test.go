@@ -86,13 +86,51 @@ func TestClientCapabilitiesAreAdvertised(t *testing.T) {
 	assert.Nil(t, r.TerminalCalls)
 }
 
+// In default/editor-terminal the scripted client is an editor with a
+// terminal: both commands really ran there, each terminal served exactly
+// create, wait_for_exit, output and release, in that order (the golden
+// pins where the agent writes them; this pins what the client did with
+// them), and the model got the output and the exit marker.
+func TestEditorTerminalScenario(t *testing.T) {
+	sc, err := Load(filepath.Join("testdata", "default", "editor-terminal"))
+	require.NoError(t, err)
+	r := Run(context.Background(), sc, InProcess{Version: "test"}, Options{Timeout: 30 * time.Second})
+	require.True(t, r.Passed, "%s\n%s", r.Message, r.Diff)
+
+	var got []string
+	for _, c := range r.TerminalCalls {
+		require.Nil(t, c.Err, "%s %s", c.Method, c.TerminalID)
+		got = append(got, c.TerminalID+" "+c.Method)
+	}
+	assert.Equal(t, []string{
+		"term-1 terminal/create", "term-1 terminal/wait_for_exit", "term-1 terminal/output", "term-1 terminal/release",
+		"term-2 terminal/create", "term-2 terminal/wait_for_exit", "term-2 terminal/output", "term-2 terminal/release",
+	}, got)
+	require.Len(t, r.Terminals, 2)
+	for i, want := range []struct {
+		output string
+		code   int
+	}{{"version file:\n1.4.2\n", 0}, {"0\n", 1}} {
+		tm := r.Terminals[i]
+		<-tm.Done()
+		out, cut := tm.Output()
+		assert.Equal(t, want.output, out, tm.ID)
+		assert.False(t, cut, tm.ID)
+		require.NotNil(t, tm.Exit().ExitCode, tm.ID)
+		assert.Equal(t, want.code, *tm.Exit().ExitCode, tm.ID)
+		assert.False(t, tm.Killed(), "%s ended by itself before its release", tm.ID)
+		assert.True(t, tm.Released(), tm.ID)
+	}
+	require.Len(t, r.Logs, 1)
+	assert.Contains(t, string(r.Logs[0]), `"text":"version file:\n1.4.2\n"`, "the output reached the model")
+	assert.Contains(t, string(r.Logs[0]), `"text":"0\n[exit code: 1]"`, "and the exit marker")
+}
+
 // A scenario whose client has a terminal gets the agent's commands in it:
 // the client really runs the confined argv the agent sends (behind
 // env -i, so neither the client's environment nor the agent's secrets
 // reach the command), the output reaches the model, and every terminal
-// is released. (No golden yet: the agent releases a terminal
-// asynchronously, so its terminal/release has no fixed place among the
-// next step's frames.)
+// is released. (default/editor-terminal records this flow as a golden.)
 func TestTerminalScenarioRunsCommandsInTheClientsTerminal(t *testing.T) {
 	t.Setenv("DSH_TEST_TOKEN", "sk-not-for-commands")
 	dir := t.TempDir()
