@@ -206,9 +206,9 @@ func (l liveSink) Show(callID string, v capabilities.LiveView) {
 	if ls == nil {
 		return
 	}
-	if u, ok := ls.live.update(callID, v, ls.terminal); ok {
+	ls.live.show(callID, v, ls.terminal, func(u any) {
 		l.s.notify("session/update", SessionNotification{SessionID: l.session, Update: u})
-	}
+	})
 }
 
 // liveCards is what one session's running calls showed live, from their
@@ -227,13 +227,23 @@ type liveCall struct {
 	sent int64
 }
 
+// show sends (through send) the card update showing v for callID. It
+// sends while holding the lock take needs, so an update is written either
+// before the call's result is presented or not at all: a live frame never
+// follows the completed card.
+func (lc *liveCards) show(callID string, v capabilities.LiveView, rendersTerminal bool, send func(any)) {
+	lc.mu.Lock()
+	defer lc.mu.Unlock()
+	if u, ok := lc.update(callID, v, rendersTerminal); ok {
+		send(u)
+	}
+}
+
 // update returns the card update showing v for callID: the client
 // terminal it runs in, else the output so far, as terminal_output data
 // (what was not sent yet) when the client renders terminal output, else
-// as the card's text.
+// as the card's text. The caller holds lc.mu.
 func (lc *liveCards) update(callID string, v capabilities.LiveView, rendersTerminal bool) (any, bool) {
-	lc.mu.Lock()
-	defer lc.mu.Unlock()
 	c := lc.calls[callID]
 	if c == nil {
 		return nil, false // not a terminal card this session's client was shown
