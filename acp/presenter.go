@@ -61,7 +61,7 @@ func (p *presenter) present(ev session.Event) []any {
 	switch ev.Type {
 	case session.TypeAssistantChunk:
 		if pl, ok := ev.Payload.(session.AssistantChunk); ok && pl.Kind != "" {
-			switch pl.Kind {
+			switch llm.ChunkType(pl.Kind) {
 			case llm.ChunkTextDelta:
 				return []any{ContentChunk{UpdateAgentMessageChunk, TextContent{"text", pl.Text}}}
 			case llm.ChunkReasoningDelta:
@@ -71,8 +71,8 @@ func (p *presenter) present(ev session.Event) []any {
 		}
 		var c struct {
 			Chunk struct {
-				Type string `json:"type"`
-				Text string `json:"text"`
+				Type llm.ChunkType `json:"type"`
+				Text string        `json:"text"`
 			} `json:"chunk"`
 		}
 		if ev.Decode(&c) != nil {

@@ -408,7 +408,7 @@ func (s *Session) stream(ctx context.Context, req *llm.Request, ref session.Step
 		if merr != nil {
 			return asm, seqs, oversized, merr
 		}
-		ev := s.log.Append(session.TypeAssistantChunk, session.AssistantChunk{Turn: ref.Turn, Step: ref.Step, Chunk: raw, Kind: c.Type, Text: c.Text})
+		ev := s.log.Append(session.TypeAssistantChunk, session.AssistantChunk{Turn: ref.Turn, Step: ref.Step, Chunk: raw, Kind: string(c.Type), Text: c.Text})
 		seqs = append(seqs, ev.Seq)
 		asm.Add(c)
 		if c.Type == llm.ChunkFinish {

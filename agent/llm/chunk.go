@@ -12,15 +12,18 @@ import (
 	"github.com/dsh-acp/dsh-acp/session"
 )
 
-// Chunk types (session-log contract § 4).
+// ChunkType says what a stream chunk carries (session-log contract § 4).
+type ChunkType string
+
+// The chunk types.
 const (
-	ChunkBlockStart     = "block-start"
-	ChunkTextDelta      = "text-delta"
-	ChunkReasoningDelta = "reasoning-delta"
-	ChunkToolCallDelta  = "tool-call-delta"
-	ChunkBlockEnd       = "block-end"
-	ChunkUsage          = "usage"
-	ChunkFinish         = "finish"
+	ChunkBlockStart     ChunkType = "block-start"
+	ChunkTextDelta      ChunkType = "text-delta"
+	ChunkReasoningDelta ChunkType = "reasoning-delta"
+	ChunkToolCallDelta  ChunkType = "tool-call-delta"
+	ChunkBlockEnd       ChunkType = "block-end"
+	ChunkUsage          ChunkType = "usage"
+	ChunkFinish         ChunkType = "finish"
 )
 
 // Finish kinds.
@@ -52,7 +55,7 @@ type FinishReason struct {
 // decoded from a recorded log keeps its bytes in Raw and re-encodes to them
 // exactly.
 type Chunk struct {
-	Type           string
+	Type           ChunkType
 	Index          int
 	BlockType      string         // block-start
 	Text           string         // text-delta, reasoning-delta
@@ -73,15 +76,15 @@ func (c Chunk) MarshalJSON() ([]byte, error) {
 	switch c.Type {
 	case ChunkBlockStart:
 		return jsonx.Marshal(struct {
-			Type      string `json:"type"`
-			Index     int    `json:"index"`
-			BlockType string `json:"blockType"`
+			Type      ChunkType `json:"type"`
+			Index     int       `json:"index"`
+			BlockType string    `json:"blockType"`
 		}{c.Type, c.Index, c.BlockType})
 	case ChunkTextDelta, ChunkReasoningDelta:
 		// The streaming hot path: encoded by hand.
 		b := make([]byte, 0, 48+len(c.Text))
 		b = append(b, `{"type":`...)
-		b = jsonx.AppendString(b, c.Type)
+		b = jsonx.AppendString(b, string(c.Type))
 		b = append(b, `,"index":`...)
 		b = strconv.AppendInt(b, int64(c.Index), 10)
 		b = append(b, `,"text":`...)
@@ -89,26 +92,26 @@ func (c Chunk) MarshalJSON() ([]byte, error) {
 		return append(b, '}'), nil
 	case ChunkToolCallDelta:
 		return jsonx.Marshal(struct {
-			Type           string  `json:"type"`
-			Index          int     `json:"index"`
-			ID             string  `json:"id"`
-			Name           *string `json:"name,omitempty"`
-			ArgumentsDelta string  `json:"argumentsDelta"`
+			Type           ChunkType `json:"type"`
+			Index          int       `json:"index"`
+			ID             string    `json:"id"`
+			Name           *string   `json:"name,omitempty"`
+			ArgumentsDelta string    `json:"argumentsDelta"`
 		}{c.Type, c.Index, c.ID, c.Name, c.ArgumentsDelta})
 	case ChunkBlockEnd:
 		return jsonx.Marshal(struct {
-			Type  string         `json:"type"`
+			Type  ChunkType      `json:"type"`
 			Index int            `json:"index"`
 			Block *session.Block `json:"block"`
 		}{c.Type, c.Index, c.Block})
 	case ChunkUsage:
 		return jsonx.Marshal(struct {
-			Type  string `json:"type"`
-			Usage *Usage `json:"usage"`
+			Type  ChunkType `json:"type"`
+			Usage *Usage    `json:"usage"`
 		}{c.Type, c.Usage})
 	case ChunkFinish:
 		return jsonx.Marshal(struct {
-			Type   string        `json:"type"`
+			Type   ChunkType     `json:"type"`
 			Reason *FinishReason `json:"reason"`
 		}{c.Type, c.Reason})
 	}
@@ -118,7 +121,7 @@ func (c Chunk) MarshalJSON() ([]byte, error) {
 // UnmarshalJSON decodes a chunk and keeps its bytes for exact re-encoding.
 func (c *Chunk) UnmarshalJSON(b []byte) error {
 	var j struct {
-		Type           string         `json:"type"`
+		Type           ChunkType      `json:"type"`
 		Index          int            `json:"index"`
 		BlockType      string         `json:"blockType"`
 		Text           string         `json:"text"`

@@ -80,7 +80,7 @@ func checkChunks(t *testing.T, chunks []llm.Chunk, err error) {
 	text := map[int]*strings.Builder{}
 	ended := 0
 	finished := false
-	deltaType := map[string]string{llm.ChunkTextDelta: session.BlockText,
+	deltaType := map[llm.ChunkType]string{llm.ChunkTextDelta: session.BlockText,
 		llm.ChunkReasoningDelta: session.BlockReasoning, llm.ChunkToolCallDelta: session.BlockToolCall}
 	for _, c := range chunks {
 		require.False(t, finished, "chunk after finish")

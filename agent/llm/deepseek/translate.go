@@ -166,7 +166,7 @@ func (t *translator) open(typ string, emit func(llm.Chunk) bool) (*block, bool) 
 
 // textDelta emits a reasoning or text delta, opening the block on first
 // sight.
-func (t *translator) textDelta(slot **block, typ, chunkType, s string, emit func(llm.Chunk) bool) bool {
+func (t *translator) textDelta(slot **block, typ string, chunkType llm.ChunkType, s string, emit func(llm.Chunk) bool) bool {
 	if *slot == nil {
 		b, ok := t.open(typ, emit)
 		*slot = b

@@ -43,7 +43,7 @@ func TestWarmReusesTheConnection(t *testing.T) {
 	p := New(Config{BaseURL: srv.URL, APIKey: "k"})
 	p.Warm(context.Background())
 	require.Equal(t, int32(1), conns.Load())
-	var got []string
+	var got []llm.ChunkType
 	for c, err := range p.Stream(context.Background(), &llm.Request{Config: llm.Config{Model: "m"},
 		Messages: []llm.Message{{Role: "user", Content: []session.Block{session.TextBlock("x")}}}}) {
 		require.NoError(t, err)
