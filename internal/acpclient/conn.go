@@ -57,9 +57,13 @@ type Options struct {
 	// "\n"), on the read loop, in wire order, before the Conn handles it;
 	// returning true tells the Conn to do nothing more with the line
 	// (it stays in the transcript). Benchmarks use it as a fast path.
+	// With NoTranscript the line is the read buffer itself, valid only
+	// until OnReceive returns: copy what must outlive the call.
 	OnReceive func(line []byte, at time.Time) (handled bool)
 	// NoTranscript keeps no lines (Check then has nothing to validate)
-	// and no updates: for long benchmark runs.
+	// and no updates: for long benchmark runs. Its receive path copies a
+	// line only when something keeps it (a response a Call awaits) and
+	// decodes a notification no further than its method.
 	NoTranscript bool
 }
 
@@ -127,7 +131,7 @@ type Conn struct {
 	stopped <-chan struct{}
 
 	mu        sync.Mutex
-	changed   chan struct{} // closed and replaced whenever a line arrives
+	changed   chan struct{} // made by a waiter, closed when a line arrives or the output ends
 	lines     []Line
 	received  []int               // indexes into lines of the received ones
 	nreceived int                 // lines received (kept or not)
@@ -153,7 +157,7 @@ func New(w io.WriteCloser, r io.Reader, opts Options) *Conn {
 func newConn(w io.WriteCloser, opts Options) *Conn {
 	ctx, cancel := context.WithCancel(context.Background())
 	return &Conn{opts: opts, w: w, ctx: ctx, cancel: cancel, done: make(chan struct{}),
-		changed: make(chan struct{}), methods: map[string][]string{}, pending: map[string]*Call{}}
+		methods: map[string][]string{}, pending: map[string]*Call{}}
 }
 
 // ServeFunc is an agent served over a reader and a writer, such as
@@ -422,16 +426,30 @@ func (c *Conn) read(r io.Reader) {
 	}
 }
 
-// broadcast wakes every waiter; c.mu is held.
+// broadcast wakes every waiter, if any; c.mu is held.
 func (c *Conn) broadcast() {
-	close(c.changed)
-	c.changed = make(chan struct{})
+	if c.changed != nil {
+		close(c.changed)
+		c.changed = nil
+	}
+}
+
+// wake returns the channel broadcast closes next; c.mu is held.
+func (c *Conn) wake() <-chan struct{} {
+	if c.changed == nil {
+		c.changed = make(chan struct{})
+	}
+	return c.changed
 }
 
 // receive handles one line of the agent's output (with its "\n", if any).
+// raw is the read buffer: it is copied only when the transcript keeps it.
 func (c *Conn) receive(raw []byte, at time.Time) {
 	noEOL := raw[len(raw)-1] != '\n'
-	data := bytes.Clone(bytes.TrimSuffix(raw, []byte("\n")))
+	data := bytes.TrimSuffix(raw, []byte("\n"))
+	if !c.opts.NoTranscript {
+		data = bytes.Clone(data)
+	}
 	c.mu.Lock()
 	seq := c.nreceived
 	c.nreceived++
@@ -449,7 +467,23 @@ func (c *Conn) receive(raw []byte, at time.Time) {
 	c.mu.Unlock()
 }
 
+// dispatch handles a line no OnReceive took. With NoTranscript, data is
+// the read buffer (copied where a Frame keeps it), and a notification,
+// which nothing keeps, is decoded no further than its method.
 func (c *Conn) dispatch(seq int, data []byte) {
+	if c.opts.NoTranscript {
+		var h struct {
+			ID     json.RawMessage `json:"id"`
+			Method string          `json:"method"`
+		}
+		if json.Unmarshal(bytes.TrimSpace(data), &h) != nil {
+			return // Check reports it
+		}
+		if h.ID == nil && h.Method != "" {
+			return
+		}
+		data = bytes.Clone(data)
+	}
 	var f Frame
 	if json.Unmarshal(bytes.TrimSpace(data), &f) != nil {
 		return // Check reports it

@@ -3,6 +3,7 @@ package acpclient_test
 import (
 	"context"
 	"encoding/json"
+	"io"
 	"os"
 	"os/exec"
 	"strings"
@@ -61,6 +62,29 @@ func TestNoTranscript(t *testing.T) {
 	assert.Empty(t, c.Transcript())
 	assert.Empty(t, c.Check())
 	assert.JSONEq(t, `{"stopReason":"end_turn"}`, got)
+}
+
+// Without a transcript the read buffer is reused: a response a Call
+// awaits is copied, so it survives the 64 KiB of updates read after it,
+// and the notifications are still counted.
+func TestNoTranscriptKeepsAwaitedResponses(t *testing.T) {
+	r, w := io.Pipe()
+	c := acpclient.New(nopCloser{io.Discard}, r, acpclient.Options{NoTranscript: true})
+	k, err := c.Start("session/prompt", nil)
+	require.NoError(t, err)
+	resp := `{"jsonrpc":"2.0","id":0,"result":{"stopReason":"end_turn"}}`
+	update := `{"jsonrpc":"2.0","method":"session/update","params":{"sessionId":"s1","update":{"sessionUpdate":"agent_message_chunk","content":{"type":"text","text":"` + strings.Repeat("x", 1000) + `"}}}}` + "\n"
+	go func() {
+		_, _ = io.WriteString(w, resp+"\n"+strings.Repeat(update, 200))
+		_ = w.Close()
+	}()
+	<-c.Done()
+	f, err := k.Wait(ctx(t))
+	require.NoError(t, err)
+	assert.Equal(t, resp, string(f.Raw))
+	assert.JSONEq(t, `{"stopReason":"end_turn"}`, string(f.Result))
+	assert.Equal(t, 201, c.Len())
+	assert.Empty(t, c.Updates())
 }
 
 // run0 prompts with an empty script and returns the result.

@@ -76,7 +76,7 @@ func (c *Conn) NextLine(ctx context.Context, i int) ([]byte, error) {
 			c.mu.Unlock()
 			return data, nil
 		}
-		wake, ended := c.changed, c.readErr != nil
+		wake, ended := c.wake(), c.readErr != nil
 		c.mu.Unlock()
 		if ended {
 			return nil, io.EOF
@@ -110,7 +110,7 @@ func (c *Conn) WaitUpdate(ctx context.Context, from int, match func(Update) bool
 			}
 		}
 		from = max(from, len(c.updates))
-		wake, ended := c.changed, c.readErr != nil
+		wake, ended := c.wake(), c.readErr != nil
 		c.mu.Unlock()
 		if ended {
 			return Update{}, -1, fmt.Errorf("no matching update before the agent's output ended: %w", io.EOF)
