@@ -29,7 +29,9 @@ func chunkLines(n int) []byte {
 // "bare" is the floor, a hand-rolled bufio loop calling the same fast
 // function.
 func BenchmarkReceive(b *testing.B) {
-	fast := func(line []byte, _ time.Time) bool { return bytes.Contains(line[:min(len(line), 64)], []byte(`"session/update"`)) }
+	fast := func(line []byte, _ time.Time) bool {
+		return bytes.Contains(line[:min(len(line), 64)], []byte(`"session/update"`))
+	}
 	b.Run("bare", func(b *testing.B) {
 		in := chunkLines(b.N)
 		b.ReportAllocs()
