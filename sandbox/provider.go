@@ -106,6 +106,14 @@ func (p *Provider) Confine(ctx context.Context, argv []string, policy Policy) (C
 	if len(argv) == 0 {
 		return Confined{}, errors.New("sandbox: confine: empty argv")
 	}
+	// An extra root that no longer exists (a folder removed since the
+	// session was opened) gets no rule: bwrap refuses to bind a missing
+	// source and Landlock to open one, which would fail every command of
+	// the session.
+	policy.ExtraRoots = slices.DeleteFunc(slices.Clone(policy.ExtraRoots), func(r string) bool {
+		fi, err := os.Stat(r)
+		return err != nil || !fi.IsDir()
+	})
 	switch policy.Mode {
 	case DangerFullAccess:
 		return Confined{Argv: slices.Clone(argv), Mode: DangerFullAccess}, nil
