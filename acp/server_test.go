@@ -372,7 +372,7 @@ type scriptProvider struct {
 
 func chunkText(typ llm.ChunkType, text string) llm.Chunk { return llm.Chunk{Type: typ, Index: 0, Text: text} }
 
-func finish(kind string) llm.Chunk {
+func finish(kind llm.FinishKind) llm.Chunk {
 	return llm.Chunk{Type: llm.ChunkFinish, Reason: &llm.FinishReason{Kind: kind}}
 }
 

@@ -56,7 +56,7 @@ func (s *scripted) Stream(ctx context.Context, req *llm.Request) iter.Seq2[llm.C
 
 func text(i int, s string) llm.Chunk { return llm.Chunk{Type: llm.ChunkTextDelta, Index: i, Text: s} }
 
-func finish(kind string) llm.Chunk {
+func finish(kind llm.FinishKind) llm.Chunk {
 	return llm.Chunk{Type: llm.ChunkFinish, Reason: &llm.FinishReason{Kind: kind}}
 }
 

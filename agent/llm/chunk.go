@@ -26,13 +26,16 @@ const (
 	ChunkFinish         ChunkType = "finish"
 )
 
-// Finish kinds.
+// FinishKind says why a model call ended.
+type FinishKind string
+
+// The finish kinds.
 const (
-	FinishStop      = "stop"
-	FinishToolCalls = "tool-calls"
-	FinishMaxTokens = "max-tokens"
-	FinishAborted   = "aborted"
-	FinishError     = "error"
+	FinishStop      FinishKind = "stop"
+	FinishToolCalls FinishKind = "tool-calls"
+	FinishMaxTokens FinishKind = "max-tokens"
+	FinishAborted   FinishKind = "aborted"
+	FinishError     FinishKind = "error"
 )
 
 // Usage is token accounting for one model call.
@@ -46,9 +49,9 @@ type Usage struct {
 
 // FinishReason says how a model call ended; Message and Code only for error.
 type FinishReason struct {
-	Kind    string `json:"kind"`
-	Message string `json:"message,omitempty"`
-	Code    string `json:"code,omitempty"`
+	Kind    FinishKind `json:"kind"`
+	Message string     `json:"message,omitempty"`
+	Code    string     `json:"code,omitempty"`
 }
 
 // Chunk is one StreamChunk. Which fields matter depends on Type. A chunk
