@@ -1,9 +1,11 @@
 package main
 
 import (
-	"bufio"
 	"bytes"
+	"context"
 	"encoding/json"
+	"errors"
+	"fmt"
 	"io"
 	"io/fs"
 	"net/http"
@@ -17,6 +19,8 @@ import (
 	"time"
 
 	"github.com/dsh-acp/dsh-acp/fixtures"
+	"github.com/dsh-acp/dsh-acp/internal/acpclient"
+	"github.com/dsh-acp/dsh-acp/internal/acpschema"
 	"github.com/stretchr/testify/require"
 )
 
@@ -59,56 +63,58 @@ func TestHelpListsEnvironmentAndFiles(t *testing.T) {
 	}
 }
 
-// editor drives run() over pipes like an editor would.
+// editor drives run() over pipes like an editor would, through an
+// acpclient connection that validates every frame run() wrote at cleanup.
 type editor struct {
-	t     *testing.T
-	in    io.WriteCloser
-	lines chan string
-	done  chan int
+	t   *testing.T
+	c   *acpclient.Conn
+	pos int // the next output line until reads
 }
 
 func start(t *testing.T, args []string, e map[string]string) *editor {
 	t.Helper()
-	inR, inW := io.Pipe()
-	outR, outW := io.Pipe()
-	s := &editor{t: t, in: inW, lines: make(chan string, 1000), done: make(chan int, 1)}
-	go func() {
-		s.done <- run(args, inR, outW, io.Discard, env(e))
-		_ = outW.Close()
-	}()
-	go func() {
-		sc := bufio.NewScanner(outR)
-		sc.Buffer(make([]byte, 1<<20), 1<<26)
-		for sc.Scan() {
-			s.lines <- sc.Text()
+	schema, err := acpschema.Stable()
+	require.NoError(t, err)
+	serve := func(_ context.Context, r io.Reader, w io.Writer) error {
+		if code := run(args, r, w, io.Discard, env(e)); code != 0 {
+			return fmt.Errorf("run exited with code %d", code)
 		}
-		close(s.lines)
-	}()
-	t.Cleanup(func() { _ = inW.Close() })
+		return nil
+	}
+	s := &editor{t: t, c: acpclient.Serve(serve, acpclient.Options{Schema: schema})}
+	t.Cleanup(func() {
+		_ = s.c.CloseWrite()
+		select {
+		case <-s.c.Stopped():
+		case <-time.After(10 * time.Second):
+			t.Error("run did not return at EOF")
+		}
+		s.c.Report(t)
+	})
 	return s
 }
 
 func (s *editor) send(line string) {
-	_, err := s.in.Write([]byte(line + "\n"))
-	require.NoError(s.t, err)
+	require.NoError(s.t, s.c.SendLines([]byte(line)))
 }
 
 // until reads lines until one contains want, returning all lines read.
 func (s *editor) until(want string) []string {
 	var got []string
-	timeout := time.After(10 * time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
 	for {
-		select {
-		case l, ok := <-s.lines:
-			if !ok {
-				s.t.Fatalf("stdout ended before %q; got %v", want, got)
-			}
-			got = append(got, l)
-			if strings.Contains(l, want) {
-				return got
-			}
-		case <-timeout:
+		l, err := s.c.NextLine(ctx, s.pos)
+		if errors.Is(err, io.EOF) {
+			s.t.Fatalf("stdout ended before %q; got %v", want, got)
+		}
+		if err != nil {
 			s.t.Fatalf("timed out waiting for %q; got %v", want, got)
+		}
+		s.pos++
+		got = append(got, string(l))
+		if strings.Contains(string(l), want) {
+			return got
 		}
 	}
 }
@@ -193,10 +199,10 @@ func TestLiveProviderAgainstDeepSeekSSE(t *testing.T) {
 	require.Contains(t, bodies[0], `"stream":true,"stream_options":{"include_usage":true}`)
 	mu.Unlock()
 
-	_ = s.in.Close()
+	_ = s.c.CloseWrite()
 	select {
-	case code := <-s.done:
-		require.Equal(t, 0, code)
+	case <-s.c.Stopped():
+		require.NoError(t, s.c.ServeErr())
 	case <-time.After(10 * time.Second):
 		t.Fatal("server did not exit at EOF")
 	}
