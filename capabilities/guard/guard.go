@@ -86,7 +86,7 @@ func (g *Guard) ReviewResult(_ context.Context, _ pipeline.Session, c pipeline.C
 		return pipeline.ResultDecision{}, nil
 	}
 	return pipeline.ResultDecision{Context: &pipeline.Context{
-		Source:  session.Source{Kind: "plugin", Plugin: Plugin},
+		Source:  session.PluginSource(Plugin),
 		Content: []session.Block{session.TextBlock(text)},
 	}}, nil
 }

@@ -62,7 +62,7 @@ func (b *Bridge) counter() *Counter {
 
 // source is the bridge's context source.
 func (b *Bridge) source() session.Source {
-	return session.Source{Kind: "plugin", Plugin: b.Config.Dialect.Plugin()}
+	return session.PluginSource(b.Config.Dialect.Plugin())
 }
 
 // context turns merged contexts into one message, one block each.

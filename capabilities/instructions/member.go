@@ -67,7 +67,7 @@ func (n *Nested) ReviewResult(_ context.Context, s pipeline.Session, c pipeline.
 	if len(content) == 0 {
 		return pipeline.ResultDecision{}, nil
 	}
-	return pipeline.ResultDecision{Context: &pipeline.Context{Source: session.Source{Kind: "plugin", Plugin: Plugin}, Content: content}}, nil
+	return pipeline.ResultDecision{Context: &pipeline.Context{Source: session.PluginSource(Plugin), Content: content}}, nil
 }
 
 const headerPrefix = "Instructions for files under this directory, from "

@@ -126,7 +126,7 @@ func (g *Glob) PresentCall(args json.RawMessage) capabilities.CallView {
 	if a.Path != "" {
 		title += " in " + a.Path
 	}
-	v := capabilities.CallView{Kind: capabilities.ViewGeneric, Title: title, ToolKind: "search", RawInput: args}
+	v := capabilities.CallView{Kind: capabilities.ViewGeneric, Title: title, ToolKind: capabilities.ToolKindSearch, RawInput: args}
 	if a.Path != "" {
 		v.Locations = []capabilities.Location{{Path: a.Path}}
 	}

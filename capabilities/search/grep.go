@@ -223,7 +223,7 @@ func (g *Grep) PresentCall(args json.RawMessage) capabilities.CallView {
 	if a.Glob != "" {
 		title += " (" + a.Glob + ")"
 	}
-	v := capabilities.CallView{Kind: capabilities.ViewGeneric, Title: title, ToolKind: "search", RawInput: args}
+	v := capabilities.CallView{Kind: capabilities.ViewGeneric, Title: title, ToolKind: capabilities.ToolKindSearch, RawInput: args}
 	if a.Path != "" {
 		v.Locations = []capabilities.Location{{Path: a.Path}}
 	}

@@ -119,7 +119,7 @@ func (m captureMember) DecideContinuation(_ context.Context, _ pipeline.Session,
 		// The child would finish without a result: tell it once more.
 		m.c.nudges--
 		return pipeline.ContinueDecision{Verdict: pipeline.ContinueForce, Steering: &pipeline.Context{
-			Source:  session.Source{Kind: "plugin", Plugin: "structured-output"},
+			Source:  session.PluginSource("structured-output"),
 			Content: []session.Block{session.TextBlock(Nudge)},
 		}}, nil
 	}
