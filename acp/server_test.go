@@ -370,7 +370,9 @@ type scriptProvider struct {
 	steps map[string]int
 }
 
-func chunkText(typ llm.ChunkType, text string) llm.Chunk { return llm.Chunk{Type: typ, Index: 0, Text: text} }
+func chunkText(typ llm.ChunkType, text string) llm.Chunk {
+	return llm.Chunk{Type: typ, Index: 0, Text: text}
+}
 
 func finish(kind llm.FinishKind) llm.Chunk {
 	return llm.Chunk{Type: llm.ChunkFinish, Reason: &llm.FinishReason{Kind: kind}}
