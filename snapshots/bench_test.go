@@ -1,7 +1,6 @@
 package snapshots
 
 import (
-	"bufio"
 	"context"
 	"os"
 	"os/exec"
@@ -11,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/dsh-acp/dsh-acp/internal/acpclient"
 	"github.com/dsh-acp/dsh-acp/internal/shared"
 )
 
@@ -35,22 +35,19 @@ func BenchmarkReplayTextTurn(b *testing.B) {
 func BenchmarkSpawnToInitialize(b *testing.B) {
 	bin := binary(b)
 	dir := b.TempDir()
-	req := `{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":1,"clientCapabilities":{}}}` + "\n"
+	ctx := context.Background()
 	for b.Loop() {
 		cmd := exec.Command(bin, "--sessions-root", dir)
 		cmd.Env = append(os.Environ(), "DEEPSEEK_API_KEY=")
-		in, _ := cmd.StdinPipe()
-		out, _ := cmd.StdoutPipe()
-		if err := cmd.Start(); err != nil {
+		p, err := acpclient.Spawn(cmd, acpclient.Options{NoTranscript: true})
+		if err != nil {
 			b.Fatal(err)
 		}
-		_, _ = in.Write([]byte(req))
-		line, err := bufio.NewReader(out).ReadString('\n')
-		if err != nil || !strings.Contains(line, `"protocolVersion":1`) {
-			b.Fatalf("no initialize response: %q %v", line, err)
+		res, err := p.Initialize(ctx)
+		if err != nil || !strings.Contains(string(res), `"protocolVersion":1`) {
+			b.Fatalf("no initialize response: %s %v", res, err)
 		}
-		_ = in.Close()
-		_ = cmd.Wait()
+		_ = p.Close(5 * time.Second)
 	}
 }
 
@@ -59,26 +56,26 @@ func BenchmarkSpawnToInitialize(b *testing.B) {
 func BenchmarkIdleRSS(b *testing.B) {
 	bin := binary(b)
 	dir, cwd := b.TempDir(), b.TempDir()
+	ctx := context.Background()
 	var total float64
 	n := 0
 	for b.Loop() {
 		cmd := exec.Command(bin, "--sessions-root", dir)
 		cmd.Env = append(os.Environ(), "DEEPSEEK_API_KEY=")
-		in, _ := cmd.StdinPipe()
-		out, _ := cmd.StdoutPipe()
-		if err := cmd.Start(); err != nil {
+		p, err := acpclient.Spawn(cmd, acpclient.Options{NoTranscript: true})
+		if err != nil {
 			b.Fatal(err)
 		}
-		r := bufio.NewReader(out)
-		_, _ = in.Write([]byte(`{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":1,"clientCapabilities":{}}}` + "\n"))
-		_, _ = r.ReadString('\n')
-		_, _ = in.Write([]byte(`{"jsonrpc":"2.0","id":1,"method":"session/new","params":{"cwd":"` + cwd + `","mcpServers":[]}}` + "\n"))
-		_, _ = r.ReadString('\n')
+		if _, err := p.Initialize(ctx); err != nil {
+			b.Fatal(err)
+		}
+		if _, err := p.Call(ctx, "session/new", map[string]any{"cwd": cwd, "mcpServers": []any{}}); err != nil {
+			b.Fatal(err)
+		}
 		time.Sleep(50 * time.Millisecond)
-		total += rssMB(cmd.Process.Pid)
+		total += rssMB(p.Pid())
 		n++
-		_ = in.Close()
-		_ = cmd.Wait()
+		_ = p.Close(5 * time.Second)
 	}
 	b.ReportMetric(total/float64(n), "rss-MB")
 }

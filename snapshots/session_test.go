@@ -3,7 +3,6 @@ package snapshots
 import (
 	"context"
 	"encoding/json"
-	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -17,6 +16,8 @@ import (
 
 	"github.com/dsh-acp/dsh-acp/agent/llm/replay"
 	"github.com/dsh-acp/dsh-acp/composition"
+	"github.com/dsh-acp/dsh-acp/internal/acpclient"
+	"github.com/dsh-acp/dsh-acp/internal/acpschema"
 	"github.com/dsh-acp/dsh-acp/session"
 	"github.com/dsh-acp/dsh-acp/session/jsonl"
 	"github.com/dsh-acp/dsh-acp/session/sqlite"
@@ -24,67 +25,75 @@ import (
 
 // serveInProcess starts one server over pipes with the given store and
 // returns a client for it and a function that closes stdin and waits.
-func serveInProcess(t *testing.T, store session.Store, modelLog string) (*client, func()) {
+func serveInProcess(t *testing.T, store session.Store, modelLog string) (*acpclient.Conn, func()) {
 	t.Helper()
 	comp, ok := composition.Builtin("acp-agent")
 	require.True(t, ok)
 	provider, err := replay.New(modelLog, "", nil)
 	require.NoError(t, err)
 	srv := comp.NewServer(composition.ServerOptions{Provider: provider, Store: store, Log: zerolog.Nop(), Version: "test"})
-	inR, inW := io.Pipe()
-	outR, outW := io.Pipe()
-	done := make(chan struct{})
-	go func() {
-		_ = srv.Serve(context.Background(), inR, outW)
-		_ = outW.Close()
-		close(done)
-	}()
-	c := newClient(inW, outR, Input{}, clientSetup{})
+	c := acpclient.Serve(srv.Serve, acpclient.Options{Schema: stableSchema(t)})
 	return c, func() {
-		_ = inW.Close()
+		_ = c.CloseWrite()
 		select {
-		case <-done:
+		case <-c.Stopped():
 		case <-time.After(10 * time.Second):
 			t.Fatal("server did not stop after stdin closed")
 		}
+		c.Report(t)
 	}
 }
 
-func callOK(t *testing.T, c *client, method string, params any) json.RawMessage {
+// stableSchema is the stable ACP schema the clients validate frames with.
+func stableSchema(t *testing.T) acpclient.FrameChecker {
+	t.Helper()
+	v, err := acpschema.Stable()
+	require.NoError(t, err)
+	return v
+}
+
+// call sends a request and waits (10 s at most) for its response.
+func call(t *testing.T, c *acpclient.Conn, method string, params any) acpclient.Frame {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	f, err := c.call(ctx, method, params)
+	k, err := c.Start(method, params)
 	require.NoError(t, err)
+	f, err := k.Wait(ctx)
+	require.NoError(t, err)
+	return f
+}
+
+func callOK(t *testing.T, c *acpclient.Conn, method string, params any) json.RawMessage {
+	t.Helper()
+	f := call(t, c, method, params)
 	require.Nil(t, f.Error, "%s: %s", method, f.Error)
 	return f.Result
 }
 
-func callErr(t *testing.T, c *client, method string, params any) string {
+// callErr returns the error object of the response, re-encoded.
+func callErr(t *testing.T, c *acpclient.Conn, method string, params any) string {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-	defer cancel()
-	f, err := c.call(ctx, method, params)
-	require.NoError(t, err)
+	f := call(t, c, method, params)
 	require.NotNil(t, f.Error, "%s unexpectedly succeeded: %s", method, f.Result)
-	return string(f.Error)
+	b, err := json.Marshal(f.Error)
+	require.NoError(t, err)
+	return string(b)
 }
 
 // updates returns the session/update payloads the client received.
-func updates(c *client) []string {
+func updates(c *acpclient.Conn) []string {
 	var out []string
-	for _, m := range c.timeline() {
-		var f struct {
-			Method string `json:"method"`
-			Params struct {
-				Update json.RawMessage `json:"update"`
-			} `json:"params"`
-		}
-		if !m.Sent && json.Unmarshal(m.Line, &f) == nil && f.Method == "session/update" {
-			out = append(out, string(f.Params.Update))
-		}
+	for _, u := range c.Updates() {
+		out = append(out, string(u.Raw))
 	}
 	return out
+}
+
+// awaitChunk waits for an agent_message_chunk.
+func awaitChunk(ctx context.Context, c *acpclient.Conn) error {
+	_, _, err := c.WaitUpdate(ctx, 0, func(u acpclient.Update) bool { return u.Kind == "agent_message_chunk" })
+	return err
 }
 
 func TestLoadReplaysSessionFromEachStore(t *testing.T) {
@@ -165,18 +174,15 @@ func binary(t testing.TB) string {
 }
 
 // startBinary runs dsh-acp over real stdio.
-func startBinary(t *testing.T, cwd string, args ...string) (*exec.Cmd, *client) {
+func startBinary(t *testing.T, cwd string, args ...string) *acpclient.Process {
 	t.Helper()
 	cmd := exec.Command(binary(t), args...)
 	cmd.Dir = cwd
 	cmd.Stderr = os.Stderr
-	in, err := cmd.StdinPipe()
+	p, err := acpclient.Spawn(cmd, acpclient.Options{Schema: stableSchema(t)})
 	require.NoError(t, err)
-	out, err := cmd.StdoutPipe()
-	require.NoError(t, err)
-	require.NoError(t, cmd.Start())
-	t.Cleanup(func() { _ = cmd.Process.Kill(); _ = cmd.Wait() })
-	return cmd, newClient(in, out, Input{}, clientSetup{})
+	t.Cleanup(func() { _ = p.Kill(); p.Report(t) })
+	return p
 }
 
 // TestCrashMidTurnIsRepairedOnLoad kills the real process while a turn
@@ -186,26 +192,25 @@ func TestCrashMidTurnIsRepairedOnLoad(t *testing.T) {
 	root := corpusRoot(t)
 	cancelDir := filepath.Join(root, "acp-agent", "cancel")
 	sessions, cwd := t.TempDir(), t.TempDir()
-	cmd, c := startBinary(t, cwd, "--composition", "acp-agent", "--sessions-root", sessions,
+	c := startBinary(t, cwd, "--composition", "acp-agent", "--sessions-root", sessions,
 		"--model-replay", filepath.Join(cancelDir, "session.jsonl"), "--model-replay-override", filepath.Join(cancelDir, "replay.override.json"))
-	callOK(t, c, "initialize", map[string]any{"protocolVersion": 1, "clientCapabilities": map[string]any{}})
+	callOK(t, c.Conn, "initialize", map[string]any{"protocolVersion": 1, "clientCapabilities": map[string]any{}})
 	var created struct {
 		SessionID string `json:"sessionId"`
 	}
-	require.NoError(t, json.Unmarshal(callOK(t, c, "session/new", map[string]any{"cwd": cwd, "mcpServers": []any{}}), &created))
-	_, err := c.start("session/prompt", promptParams(created.SessionID, "Start a long task."))
+	require.NoError(t, json.Unmarshal(callOK(t, c.Conn, "session/new", map[string]any{"cwd": cwd, "mcpServers": []any{}}), &created))
+	_, err := c.Start("session/prompt", promptParams(created.SessionID, "Start a long task."))
 	require.NoError(t, err)
 	wait, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	require.NoError(t, c.awaitChunk(wait, 0), "no agent_message_chunk before the crash")
-	require.NoError(t, cmd.Process.Kill())
-	_ = cmd.Wait()
+	require.NoError(t, awaitChunk(wait, c.Conn), "no agent_message_chunk before the crash")
+	require.NoError(t, c.Kill())
 
 	model := filepath.Join(root, "acp-agent", "text-turn", "session.jsonl")
-	_, c2 := startBinary(t, cwd, "--composition", "acp-agent", "--sessions-root", sessions, "--model-replay", model)
-	callOK(t, c2, "initialize", map[string]any{"protocolVersion": 1, "clientCapabilities": map[string]any{}})
-	callOK(t, c2, "session/load", map[string]any{"sessionId": created.SessionID, "cwd": cwd, "mcpServers": []any{}})
-	require.Equal(t, []string{`{"sessionUpdate":"user_message_chunk","content":{"type":"text","text":"Start a long task."}}`}, updates(c2))
+	c2 := startBinary(t, cwd, "--composition", "acp-agent", "--sessions-root", sessions, "--model-replay", model)
+	callOK(t, c2.Conn, "initialize", map[string]any{"protocolVersion": 1, "clientCapabilities": map[string]any{}})
+	callOK(t, c2.Conn, "session/load", map[string]any{"sessionId": created.SessionID, "cwd": cwd, "mcpServers": []any{}})
+	require.Equal(t, []string{`{"sessionUpdate":"user_message_chunk","content":{"type":"text","text":"Start a long task."}}`}, updates(c2.Conn))
 
 	files, err := filepath.Glob(filepath.Join(sessions, "*", created.SessionID+".jsonl"))
 	require.NoError(t, err)
@@ -240,32 +245,31 @@ func TestUndoAfterCrash(t *testing.T) {
 	header := filepath.Join(scripts, "session.jsonl")
 	require.NoError(t, os.WriteFile(header, []byte(`{"type":"session","version":0,"id":"x","createdAt":0}`+"\n"), 0o644))
 
-	cmd, c := startBinary(t, cwd, "--composition", "default", "--sessions-root", sessions, "--model-replay", header, "--model-replay-override", overridePath)
-	callOK(t, c, "initialize", map[string]any{"protocolVersion": 1, "clientCapabilities": map[string]any{}})
+	c := startBinary(t, cwd, "--composition", "default", "--sessions-root", sessions, "--model-replay", header, "--model-replay-override", overridePath)
+	callOK(t, c.Conn, "initialize", map[string]any{"protocolVersion": 1, "clientCapabilities": map[string]any{}})
 	var created struct {
 		SessionID string `json:"sessionId"`
 	}
-	require.NoError(t, json.Unmarshal(callOK(t, c, "session/new", map[string]any{"cwd": cwd, "mcpServers": []any{}}), &created))
-	_, err := c.start("session/prompt", promptParams(created.SessionID, "change old to new"))
+	require.NoError(t, json.Unmarshal(callOK(t, c.Conn, "session/new", map[string]any{"cwd": cwd, "mcpServers": []any{}}), &created))
+	_, err := c.Start("session/prompt", promptParams(created.SessionID, "change old to new"))
 	require.NoError(t, err)
 	wait, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	// The hang after the edit streams "partial".
-	require.NoError(t, c.awaitChunk(wait, 0), "the turn never reached the hang")
+	require.NoError(t, awaitChunk(wait, c.Conn), "the turn never reached the hang")
 	data, err := os.ReadFile(file)
 	require.NoError(t, err)
 	require.Equal(t, "new line\n", string(data))
-	require.NoError(t, cmd.Process.Kill())
-	_ = cmd.Wait()
+	require.NoError(t, c.Kill())
 
-	_, c2 := startBinary(t, cwd, "--composition", "default", "--sessions-root", sessions, "--model-replay", header)
-	callOK(t, c2, "initialize", map[string]any{"protocolVersion": 1, "clientCapabilities": map[string]any{}})
-	callOK(t, c2, "session/load", map[string]any{"sessionId": created.SessionID, "cwd": cwd, "mcpServers": []any{}})
-	callOK(t, c2, "session/prompt", promptParams(created.SessionID, "/undo"))
+	c2 := startBinary(t, cwd, "--composition", "default", "--sessions-root", sessions, "--model-replay", header)
+	callOK(t, c2.Conn, "initialize", map[string]any{"protocolVersion": 1, "clientCapabilities": map[string]any{}})
+	callOK(t, c2.Conn, "session/load", map[string]any{"sessionId": created.SessionID, "cwd": cwd, "mcpServers": []any{}})
+	callOK(t, c2.Conn, "session/prompt", promptParams(created.SessionID, "/undo"))
 	data, err = os.ReadFile(file)
 	require.NoError(t, err)
 	require.Equal(t, "old line\n", string(data))
-	got := updates(c2)
+	got := updates(c2.Conn)
 	require.Contains(t, got[len(got)-1], `Undid the file changes of turn 1.\nRestored:\n- notes.txt`)
 }
 
@@ -298,29 +302,26 @@ func TestListSessions(t *testing.T) {
 	root := corpusRoot(t)
 	model := filepath.Join(root, "acp-agent", "text-turn", "session.jsonl")
 	sessions, cwdA, cwdB := t.TempDir(), t.TempDir(), t.TempDir()
-	_, c := startBinary(t, cwdA, "--composition", "default", "--sessions-root", sessions, "--model-replay", model)
-	init := callOK(t, c, "initialize", map[string]any{"protocolVersion": 1, "clientCapabilities": map[string]any{}})
+	c := startBinary(t, cwdA, "--composition", "default", "--sessions-root", sessions, "--model-replay", model)
+	init := callOK(t, c.Conn, "initialize", map[string]any{"protocolVersion": 1, "clientCapabilities": map[string]any{}})
 	require.Contains(t, string(init), `"sessionCapabilities":{"list":{},"delete":{},"additionalDirectories":{},"resume":{},"close":{}}`)
 	var ids []string
 	for _, cwd := range []string{cwdA, cwdB} {
 		var created struct {
 			SessionID string `json:"sessionId"`
 		}
-		require.NoError(t, json.Unmarshal(callOK(t, c, "session/new", map[string]any{"cwd": cwd, "mcpServers": []any{}}), &created))
+		require.NoError(t, json.Unmarshal(callOK(t, c.Conn, "session/new", map[string]any{"cwd": cwd, "mcpServers": []any{}}), &created))
 		// The second session's turn fails (the recorded model has one
 		// session); either way the turn is stored.
-		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-		_, err := c.call(ctx, "session/prompt", promptParams(created.SessionID, "hi"))
-		cancel()
-		require.NoError(t, err)
+		call(t, c.Conn, "session/prompt", promptParams(created.SessionID, "hi"))
 		ids = append(ids, created.SessionID)
 		time.Sleep(5 * time.Millisecond) // distinct creation times
 	}
 	require.JSONEq(t, `{"sessions":[{"sessionId":"`+ids[1]+`","cwd":"`+cwdB+`","title":"hi"},{"sessionId":"`+ids[0]+`","cwd":"`+cwdA+`","title":"hi"}]}`,
-		withoutUpdatedAt(t, callOK(t, c, "session/list", map[string]any{})))
+		withoutUpdatedAt(t, callOK(t, c.Conn, "session/list", map[string]any{})))
 	require.JSONEq(t, `{"sessions":[{"sessionId":"`+ids[0]+`","cwd":"`+cwdA+`","title":"hi"}]}`,
-		withoutUpdatedAt(t, callOK(t, c, "session/list", map[string]any{"cwd": cwdA})))
+		withoutUpdatedAt(t, callOK(t, c.Conn, "session/list", map[string]any{"cwd": cwdA})))
 
-	_, up := startBinary(t, cwdA, "--composition", "acp-agent", "--sessions-root", sessions, "--model-replay", model)
-	require.Contains(t, callErr(t, up, "session/list", map[string]any{}), `"code":-32601`)
+	up := startBinary(t, cwdA, "--composition", "acp-agent", "--sessions-root", sessions, "--model-replay", model)
+	require.Contains(t, callErr(t, up.Conn, "session/list", map[string]any{}), `"code":-32601`)
 }
