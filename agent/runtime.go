@@ -173,6 +173,18 @@ func (r *Runtime) NewSession(_ context.Context, o SessionOptions) (*Session, err
 	roots := recordRoots(log, o)
 	s := r.open(log, true, o.clientHost(h.ID), roots)
 	s.onSpawn = o.OnSpawn
+	if p, ok := r.cfg.Store.(session.Preparer); ok {
+		// The store readies the session's first write now, off the path
+		// between the first prompt and the first model request; Close
+		// waits for it.
+		s.bg.Add(1)
+		go func() {
+			defer s.bg.Done()
+			if err := p.Prepare(context.Background(), h); err != nil {
+				r.cfg.Log.Debug().Err(err).Str("session", h.ID).Msg("prepare the session's first write")
+			}
+		}()
+	}
 	s.start("startup")
 	return s, nil
 }

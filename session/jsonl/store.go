@@ -52,6 +52,9 @@ type entry struct {
 	next int        // next seq to append; valid when path != ""
 	lazy bool       // written without fsync since the last durable write
 	held *lock.File // the session's ownership lock (session.Owner)
+	// planned is the path a new session's file will have, set by Prepare
+	// once the bucket exists and the lock is held ("" when not prepared).
+	planned string
 	// dirs reports the background fsync of the directories of a lazily
 	// created file (nil when none is pending).
 	dirs chan error
@@ -61,6 +64,7 @@ var (
 	_ session.Store      = (*Store)(nil)
 	_ session.LazyWriter = (*Store)(nil)
 	_ session.Owner      = (*Store)(nil)
+	_ session.Preparer   = (*Store)(nil)
 )
 
 // Open returns a store rooted at root, creating the directory (mode 0700) if
@@ -122,7 +126,10 @@ func (s *Store) Release(id string) error {
 	return s.releaseEntry(e)
 }
 
-// releaseEntry syncs and unlocks a held entry; e.mu is held.
+// releaseEntry syncs and unlocks a held entry; e.mu is held. The lock
+// file of a prepared session that was never written is removed: no other
+// process can know the id of a log that never existed, so none can be
+// waiting on that file.
 func (s *Store) releaseEntry(e *entry) error {
 	if e.held == nil {
 		return nil
@@ -131,8 +138,47 @@ func (s *Store) releaseEntry(e *entry) error {
 	if rerr := e.held.Release(); err == nil {
 		err = rerr
 	}
-	e.held, e.path, e.next = nil, "", 0
+	if e.path == "" && e.planned != "" {
+		if rerr := os.Remove(lockPath(e.planned)); err == nil && rerr != nil && !errors.Is(rerr, fs.ErrNotExist) {
+			err = rerr
+		}
+	}
+	e.held, e.path, e.next, e.planned = nil, "", 0, ""
 	return err
+}
+
+// Prepare implements session.Preparer: for the new session h it checks
+// that no stored log has its id, creates its bucket and takes its lock, so
+// that the first Append or Write only creates the file. It is a no-op for
+// a session already written or held here, or stored by anyone.
+func (s *Store) Prepare(ctx context.Context, h session.Header) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	name, err := EncodeID(h.ID)
+	if err != nil {
+		return fmt.Errorf("prepare session %q: %w", h.ID, err)
+	}
+	e, err := s.lockEntry(h.ID)
+	if err != nil {
+		return err
+	}
+	defer e.mu.Unlock()
+	if e.path != "" || e.held != nil {
+		return nil
+	}
+	if found, err := s.find(name); err != nil || found != "" {
+		return err // a stored log: the first append recovers it as usual
+	}
+	path := filepath.Join(s.root, Bucket(h.Cwd), name+fileExt)
+	if err := ensureDir(s.root, filepath.Dir(path), false); err != nil {
+		return fmt.Errorf("prepare session %q: %w", h.ID, err)
+	}
+	if err := s.own(e, h.ID, path); err != nil {
+		return err
+	}
+	e.planned = path
+	return nil
 }
 
 // own takes the ownership lock of the session whose log is (or will be) at
@@ -234,7 +280,7 @@ func (s *Store) append(ctx context.Context, h session.Header, events []session.E
 		return err
 	}
 	defer e.mu.Unlock()
-	if e.path == "" {
+	if e.path == "" && e.planned == "" {
 		path, err := s.find(name)
 		if err != nil {
 			return fmt.Errorf("append to session %q: %w", h.ID, err)
@@ -271,7 +317,16 @@ func (s *Store) append(ctx context.Context, h session.Header, events []session.E
 		path := filepath.Join(s.root, Bucket(h.Cwd), name+fileExt)
 		// The lock is taken before the file appears, so no other process
 		// can load the session before this one owns it.
-		if err := ensureDir(s.root, filepath.Dir(path), durable); err != nil {
+		if e.planned != "" {
+			// Bucket and lock are ready (Prepare made the bucket without
+			// an fsync of the root: a durable write makes it durable).
+			path = e.planned
+			if durable {
+				if err := syncDir(s.root); err != nil {
+					return fmt.Errorf("append to session %q: %w", h.ID, err)
+				}
+			}
+		} else if err := ensureDir(s.root, filepath.Dir(path), durable); err != nil {
 			return fmt.Errorf("append to session %q: %w", h.ID, err)
 		}
 		if err := s.own(e, h.ID, path); err != nil {
@@ -280,7 +335,7 @@ func (s *Store) append(ctx context.Context, h session.Header, events []session.E
 		if err := materialize(s.root, path, header, body, durable); err != nil {
 			return fmt.Errorf("append to session %q: %w", h.ID, err)
 		}
-		e.path = path
+		e.path, e.planned = path, ""
 		e.lazy = !durable
 		if !durable {
 			// Make the new directory entries durable in the background,
