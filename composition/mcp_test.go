@@ -1,12 +1,9 @@
 package composition_test
 
 import (
-	"bufio"
-	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
-	"io"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -24,6 +21,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/dsh-acp/dsh-acp/composition"
+	"github.com/dsh-acp/dsh-acp/internal/acpclient"
 	"github.com/dsh-acp/dsh-acp/session/jsonl"
 )
 
@@ -212,33 +210,12 @@ func BenchmarkSessionNewWithThreeMCPServers(b *testing.B) {
 	defer st.Close()
 	srv := comp.NewServer(composition.ServerOptions{Provider: newProvider(), Store: st, Log: zerolog.Nop(), Version: "bench", LaunchDir: b.TempDir(),
 		Getenv: func(string) string { return "" }})
-	inR, inW := io.Pipe()
-	outR, outW := io.Pipe()
-	done := make(chan struct{})
-	go func() { _ = srv.Serve(context.Background(), inR, outW); _ = outW.Close(); close(done) }()
-	responses := make(chan []byte, 16)
-	go func() {
-		br := bufio.NewReader(outR)
-		for {
-			line, err := br.ReadBytes('\n')
-			if err != nil {
-				close(responses)
-				return
-			}
-			if bytes.HasPrefix(line, []byte(`{"jsonrpc":"2.0","id":`)) {
-				responses <- line
-			}
-		}
-	}()
-	id := 0
-	call := func(method string, params any) []byte {
-		id++
-		line, _ := json.Marshal(map[string]any{"jsonrpc": "2.0", "id": id, "method": method, "params": params})
-		_, err := inW.Write(append(line, '\n'))
+	c := acpclient.Serve(srv.Serve, acpclient.Options{NoTranscript: true})
+	ctx := context.Background()
+	call := func(method string, params any) json.RawMessage {
+		res, err := c.Call(ctx, method, params)
 		require.NoError(b, err)
-		resp, ok := <-responses
-		require.True(b, ok)
-		return resp
+		return res
 	}
 	call("initialize", map[string]any{"protocolVersion": 1, "clientCapabilities": map[string]any{}})
 	ws := b.TempDir()
@@ -255,20 +232,18 @@ func BenchmarkSessionNewWithThreeMCPServers(b *testing.B) {
 	var total time.Duration
 	for b.Loop() {
 		begin := time.Now()
-		resp := call("session/new", params)
+		res := call("session/new", params)
 		total += time.Since(begin)
 		b.StopTimer()
 		var r struct {
-			Result struct {
-				SessionID string `json:"sessionId"`
-			} `json:"result"`
+			SessionID string `json:"sessionId"`
 		}
-		require.NoError(b, json.Unmarshal(resp, &r), string(resp))
-		require.NotEmpty(b, r.Result.SessionID, string(resp))
-		call("session/close", map[string]any{"sessionId": r.Result.SessionID})
+		require.NoError(b, json.Unmarshal(res, &r), string(res))
+		require.NotEmpty(b, r.SessionID, string(res))
+		call("session/close", map[string]any{"sessionId": r.SessionID})
 		b.StartTimer()
 	}
 	b.ReportMetric(float64(total.Microseconds())/float64(b.N)/1000, "ms/session-new")
-	_ = inW.Close()
-	<-done
+	_ = c.CloseWrite()
+	<-c.Stopped()
 }
