@@ -154,7 +154,10 @@ func message(m string) string {
 	case strings.HasPrefix(m, "required: missing properties: "):
 		return missing(strings.TrimPrefix(m, "required: missing properties: "))
 	case strings.HasPrefix(m, "unexpected additional properties "):
+		// The validator lists them in map order: sorted, the message is
+		// the same on every run.
 		names := quotedList(strings.TrimPrefix(m, "unexpected additional properties "))
+		slices.Sort(names)
 		return "additional properties " + strings.Join(names, ", ") + " not allowed"
 	case strings.HasPrefix(m, "type: "):
 		// type: VALUE has type "GOT", want "WANT" | want one of ["A" "B"]
