@@ -261,7 +261,9 @@ func (c *Conn) StartID(id json.RawMessage, method string, params any) (*Call, er
 	k := &Call{ID: id, Method: method, ch: make(chan Frame, 1), c: c}
 	c.mu.Lock()
 	c.pending[string(id)] = k
-	c.methods[string(id)] = append(c.methods[string(id)], method)
+	if !c.opts.NoTranscript {
+		c.methods[string(id)] = append(c.methods[string(id)], method)
+	}
 	c.mu.Unlock()
 	msg := struct {
 		JSONRPC string          `json:"jsonrpc"`
@@ -269,7 +271,11 @@ func (c *Conn) StartID(id json.RawMessage, method string, params any) (*Call, er
 		Method  string          `json:"method"`
 		Params  any             `json:"params,omitempty"`
 	}{"2.0", id, method, params}
-	if err := c.Send(msg); err != nil {
+	b, err := jsonx.Marshal(msg)
+	if err == nil {
+		err = c.write(append(b, '\n'), [][]byte{b}) // recorded above, not probed
+	}
+	if err != nil {
 		c.mu.Lock()
 		delete(c.pending, string(id))
 		c.mu.Unlock()
@@ -353,9 +359,10 @@ func (c *Conn) write(b []byte, record [][]byte) error {
 	return err
 }
 
-// probe remembers the id and method of a request line.
+// probe remembers the id and method of a request line (for Check, so
+// not without a transcript).
 func (c *Conn) probe(line []byte) {
-	if len(line) > 1<<20 {
+	if len(line) > 1<<20 || c.opts.NoTranscript {
 		return
 	}
 	var p struct {

@@ -87,6 +87,34 @@ func TestNoTranscriptKeepsAwaitedResponses(t *testing.T) {
 	assert.Empty(t, c.Updates())
 }
 
+// methodLog is a FrameChecker that records the method each frame is
+// checked as the answer to.
+type methodLog []string
+
+func (m *methodLog) CheckFrame(_ []byte, method string) error {
+	*m = append(*m, method)
+	return nil
+}
+
+// Two requests sent with one id are answered in order: Check validates
+// each response as the answer to its own request.
+func TestCheckPairsReusedIDsInOrder(t *testing.T) {
+	r, w := io.Pipe()
+	var checked methodLog
+	c := acpclient.New(nopCloser{io.Discard}, r, acpclient.Options{Schema: &checked})
+	_, err := c.StartID(json.RawMessage("7"), "session/new", map[string]any{})
+	require.NoError(t, err)
+	_, err = c.StartID(json.RawMessage("7"), "session/prompt", map[string]any{})
+	require.NoError(t, err)
+	go func() {
+		_, _ = io.WriteString(w, `{"jsonrpc":"2.0","id":7,"result":{}}`+"\n"+`{"jsonrpc":"2.0","id":7,"result":{}}`+"\n")
+		_ = w.Close()
+	}()
+	<-c.Done()
+	assert.Empty(t, c.Check())
+	assert.Equal(t, methodLog{"session/new", "session/prompt"}, checked)
+}
+
 // run0 prompts with an empty script and returns the result.
 func run0(t *testing.T, c *acpclient.Conn, sid string) string {
 	t.Helper()
