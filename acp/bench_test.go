@@ -1,12 +1,10 @@
 package acp
 
 import (
-	"bufio"
 	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
-	"io"
 	"iter"
 	"sync/atomic"
 	"testing"
@@ -16,6 +14,7 @@ import (
 
 	"github.com/dsh-acp/dsh-acp/agent"
 	"github.com/dsh-acp/dsh-acp/agent/llm"
+	"github.com/dsh-acp/dsh-acp/internal/acpclient"
 	"github.com/dsh-acp/dsh-acp/internal/jsonx"
 )
 
@@ -92,7 +91,7 @@ func (p *chunkProvider) Stream(ctx context.Context, _ *llm.Request) iter.Seq2[ll
 // BenchmarkPromptChunkThroughput measures the per-chunk cost of a streamed
 // turn end to end: the real runtime appends one assistant/chunk per
 // provider chunk, the bridge presents it and writes the session/update to
-// the output pipe, which a reader drains. Each iteration is one prompt of
+// the output pipe, which acpclient's fast path drains. Each iteration is one prompt of
 // chunksPerPrompt chunks in a fresh session (session/new is not timed).
 func BenchmarkPromptChunkThroughput(b *testing.B) {
 	const chunksPerPrompt = 256
@@ -105,63 +104,34 @@ func BenchmarkPromptChunkThroughput(b *testing.B) {
 		Log:      zerolog.Nop(),
 	})
 	srv := NewServer(FromRuntime(rt), Options{AgentName: "dsh-acp", AgentVersion: "bench"}, zerolog.Nop())
-	inR, inW := io.Pipe()
-	outR, outW := io.Pipe()
-	served := make(chan struct{})
-	go func() {
-		defer close(served)
-		_ = srv.Serve(context.Background(), inR, outW)
-	}()
-
-	// Drain the output, counting bytes and handing responses over.
+	// The client's fast path counts the bytes and the updates, and hands
+	// only the responses on to their calls.
 	var outBytes, updates atomic.Int64
-	responses := make(chan []byte, 16)
-	go func() {
-		defer close(responses)
-		br := bufio.NewReaderSize(outR, 64<<10)
-		respPrefix := []byte(`{"jsonrpc":"2.0","id":`)
-		for {
-			line, err := br.ReadSlice('\n')
-			outBytes.Add(int64(len(line)))
-			if bytes.HasPrefix(line, respPrefix) {
-				responses <- append([]byte(nil), line...)
-			} else if len(line) > 0 {
-				updates.Add(1)
-			}
-			if err == bufio.ErrBufferFull {
-				b.Error("output line longer than 64 KiB")
-				return
-			}
-			if err != nil {
-				return
-			}
+	respPrefix := []byte(`{"jsonrpc":"2.0","id":`)
+	c := acpclient.Serve(srv.Serve, acpclient.Options{NoTranscript: true, OnReceive: func(line []byte, _ time.Time) bool {
+		outBytes.Add(int64(len(line)) + 1)
+		if bytes.HasPrefix(line, respPrefix) {
+			return false
 		}
-	}()
-	send := func(line string) {
-		if _, err := io.WriteString(inW, line+"\n"); err != nil {
+		updates.Add(1)
+		return true
+	}})
+	call := func(method string, params any) json.RawMessage {
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		defer cancel()
+		res, err := c.Call(ctx, method, params)
+		if err != nil {
 			b.Fatal(err)
 		}
-	}
-	await := func() []byte {
-		select {
-		case r, ok := <-responses:
-			if !ok {
-				b.Fatal("output closed")
-			}
-			return r
-		case <-time.After(30 * time.Second):
-			b.Fatal("no response within 30s")
-		}
-		return nil
+		return res
 	}
 	defer func() {
-		_ = inW.Close()
+		_ = c.CloseWrite()
 		select {
-		case <-served:
+		case <-c.Stopped():
 		case <-time.After(WaitFor):
 			b.Error("Serve did not return")
 		}
-		_ = outW.Close()
 	}()
 
 	var timedBytes, timedUpdates int64
@@ -169,20 +139,17 @@ func BenchmarkPromptChunkThroughput(b *testing.B) {
 	b.ResetTimer()
 	for i := 0; i < b.N; i++ {
 		b.StopTimer()
-		send(fmt.Sprintf(`{"jsonrpc":"2.0","id":%d,"method":"session/new","params":{"cwd":"/bench","mcpServers":[]}}`, 2*i))
 		var nr struct {
-			Result struct {
-				SessionID string `json:"sessionId"`
-			} `json:"result"`
+			SessionID string `json:"sessionId"`
 		}
-		if err := json.Unmarshal(await(), &nr); err != nil || nr.Result.SessionID == "" {
+		if err := json.Unmarshal(call("session/new", map[string]any{"cwd": "/bench", "mcpServers": []any{}}), &nr); err != nil || nr.SessionID == "" {
 			b.Fatalf("session/new: %v", err)
 		}
 		bytes0, upd0 := outBytes.Load(), updates.Load()
 		b.StartTimer()
-		send(fmt.Sprintf(`{"jsonrpc":"2.0","id":%d,"method":"session/prompt","params":{"sessionId":%q,"prompt":[{"type":"text","text":"go"}]}}`, 2*i+1, nr.Result.SessionID))
-		if r := await(); !bytes.Contains(r, []byte(`"stopReason":"end_turn"`)) {
-			b.Fatalf("prompt: %s", r)
+		res := call("session/prompt", json.RawMessage(`{"sessionId":`+JSONQuote(nr.SessionID)+`,"prompt":[{"type":"text","text":"go"}]}`))
+		if !bytes.Contains(res, []byte(`"stopReason":"end_turn"`)) {
+			b.Fatalf("prompt: %s", res)
 		}
 		b.StopTimer()
 		timedBytes += outBytes.Load() - bytes0

@@ -5,16 +5,14 @@ package acp_test
 // store on one sessions root), and two of them ask for the same session.
 
 import (
-	"bufio"
+	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
-	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
 
@@ -24,6 +22,8 @@ import (
 
 	"github.com/dsh-acp/dsh-acp/acp"
 	"github.com/dsh-acp/dsh-acp/composition"
+	"github.com/dsh-acp/dsh-acp/internal/acpclient"
+	"github.com/dsh-acp/dsh-acp/internal/acpschema"
 	"github.com/dsh-acp/dsh-acp/session"
 	"github.com/dsh-acp/dsh-acp/session/jsonl"
 	"github.com/dsh-acp/dsh-acp/session/sqlite"
@@ -60,40 +60,23 @@ func serveChild(root string) int {
 	return 0
 }
 
-// child is a server process driven over its stdio.
+// child is a server process driven over its stdio by an acpclient
+// connection, which validates every frame it wrote at cleanup.
 type child struct {
-	t     *testing.T
-	cmd   *exec.Cmd
-	in    io.WriteCloser
-	lines chan string
-	next  int
+	t *testing.T
+	p *acpclient.Process
 }
 
 func startChild(t *testing.T, root string) *child {
 	t.Helper()
 	cmd := exec.Command(os.Args[0], "-test.run=^$")
 	cmd.Env = append(os.Environ(), serveEnv+"="+root)
-	cmd.Stderr = io.Discard
-	in, err := cmd.StdinPipe()
+	schema, err := acpschema.Stable()
 	require.NoError(t, err)
-	out, err := cmd.StdoutPipe()
+	p, err := acpclient.Spawn(cmd, acpclient.Options{Schema: schema})
 	require.NoError(t, err)
-	require.NoError(t, cmd.Start())
-	c := &child{t: t, cmd: cmd, in: in, lines: make(chan string, 1024)}
-	go func() {
-		defer close(c.lines)
-		br := bufio.NewReader(out)
-		for {
-			l, err := br.ReadString('\n')
-			if l != "" {
-				c.lines <- strings.TrimSuffix(l, "\n")
-			}
-			if err != nil {
-				return
-			}
-		}
-	}()
-	t.Cleanup(func() { _ = cmd.Process.Kill(); _ = cmd.Wait() })
+	c := &child{t: t, p: p}
+	t.Cleanup(func() { _ = p.Kill(); p.Report(t) })
 	c.call("initialize", `{"protocolVersion":1,"clientCapabilities":{}}`)
 	return c
 }
@@ -101,45 +84,29 @@ func startChild(t *testing.T, root string) *child {
 // call sends a request and returns its response line and the lines before.
 func (c *child) call(method, params string) (string, []string) {
 	c.t.Helper()
-	c.next++
-	id := fmt.Sprint(c.next)
-	_, err := io.WriteString(c.in, acp.RequestLine(id, method, params)+"\n")
+	mark := c.p.Len()
+	k, err := c.p.Start(method, json.RawMessage(params))
 	require.NoError(c.t, err)
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	f, err := k.Wait(ctx)
+	require.NoError(c.t, err, "no answer to %s (stderr: %s)", method, c.p.Stderr())
 	var before []string
-	deadline := time.After(10 * time.Second)
-	for {
-		select {
-		case l, ok := <-c.lines:
-			require.True(c.t, ok, "the server exited before answering %s", method)
-			var f struct {
-				ID     json.RawMessage `json:"id"`
-				Method string          `json:"method"`
-			}
-			require.NoError(c.t, json.Unmarshal([]byte(l), &f), "stdout must be JSON-RPC: %s", l)
-			if f.Method == "" && string(f.ID) == id {
-				return l, before
-			}
-			before = append(before, l)
-		case <-deadline:
-			c.t.Fatalf("no answer to %s within 10s", method)
+	for _, l := range c.p.Since(mark) {
+		if bytes.Equal(l, f.Raw) {
+			break
 		}
+		before = append(before, string(l))
 	}
+	return string(f.Raw), before
 }
 
-func (c *child) pid() int { return c.cmd.Process.Pid }
+func (c *child) pid() int { return c.p.Pid() }
 
 // exit ends the server's input and waits for it to exit.
 func (c *child) exit() {
 	c.t.Helper()
-	require.NoError(c.t, c.in.Close())
-	done := make(chan error, 1)
-	go func() { done <- c.cmd.Wait() }()
-	select {
-	case err := <-done:
-		require.NoError(c.t, err)
-	case <-time.After(10 * time.Second):
-		c.t.Fatal("the server did not exit after its input ended")
-	}
+	require.NoError(c.t, c.p.Close(10*time.Second), "the server must exit cleanly after its input ended")
 }
 
 func loadParams(sid, cwd string) string {
@@ -185,8 +152,7 @@ func TestTwoProcessesOneSession(t *testing.T) {
 	c := startChild(t, root)
 	resp, _ = c.call("session/load", loadParams(sid, ws))
 	assert.Contains(t, resp, fmt.Sprintf("(pid %d on host", b.pid()))
-	require.NoError(t, b.cmd.Process.Signal(syscall.SIGKILL))
-	_ = b.cmd.Wait()
+	require.NoError(t, b.p.Kill())
 	resp, _ = c.call("session/load", loadParams(sid, ws))
 	assert.Contains(t, resp, `"result":{`)
 	c.exit()
