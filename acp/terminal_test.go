@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -20,6 +19,7 @@ import (
 	"github.com/dsh-acp/dsh-acp/agent"
 	"github.com/dsh-acp/dsh-acp/capabilities"
 	"github.com/dsh-acp/dsh-acp/capabilities/bash"
+	"github.com/dsh-acp/dsh-acp/internal/acpclient"
 	"github.com/dsh-acp/dsh-acp/sandbox"
 	"github.com/dsh-acp/dsh-acp/session"
 )
@@ -118,169 +118,76 @@ func (s *bashSession) Close(ctx context.Context) error {
 	return s.Log().Flush(ctx)
 }
 
-// terminalClient is a scripted ACP client over a Harness that implements
-// terminal/* the way Zed does: terminal/create really runs the command it
-// is given (in its cwd, its own process group, with the client's own
-// environment plus the given one), output is kept within the byte limit,
-// kill and release kill the process group. Every request it receives is
-// recorded, and every response it sends is checked against the schema.
+// terminalClient is the harness's client seen from the terminal tests:
+// its acpclient.Terminals implement terminal/* the way Zed does
+// (terminal/create really runs the command it is given, in its cwd and
+// its own process group, with the client's own environment plus the
+// given one; kill and release kill the process group). until reads the
+// server's lines as an editor does; every response the client sent is
+// checked against the schema at cleanup.
 type terminalClient struct {
-	t *testing.T
-	h *Harness
+	t     *testing.T
+	h     *Harness
+	terms *acpclient.Terminals
 
-	pending sync.WaitGroup // responses still to send
-
-	mu       sync.Mutex
-	requests []WireFrame
-	terms    map[string]*clientProc
-	lines    [][]byte // everything the server wrote, in order
+	lines [][]byte // the server's lines until read, in order
 }
 
-type clientProc struct {
-	cmd  *exec.Cmd
-	out  *strings.Builder
-	mu   sync.Mutex
-	done chan struct{}
-}
-
-func newTerminalClient(t *testing.T, h *Harness) *terminalClient {
-	c := &terminalClient{t: t, h: h, terms: map[string]*clientProc{}}
-	t.Cleanup(func() {
-		c.mu.Lock()
-		for _, p := range c.terms {
-			_ = syscall.Kill(-p.cmd.Process.Pid, syscall.SIGKILL)
-		}
-		c.mu.Unlock()
-		c.pending.Wait() // before the harness ends the connection
-	})
-	return c
-}
-
-// methods returns the terminal/* methods received, in order.
+// methods returns the methods of the requests the client received, in
+// order.
 func (c *terminalClient) methods() []string {
-	c.mu.Lock()
-	defer c.mu.Unlock()
 	var out []string
-	for _, f := range c.requests {
-		out = append(out, f.Method)
+	for _, r := range c.h.Conn.Requests() {
+		out = append(out, r.Method)
 	}
 	return out
 }
 
-// until serves the client's side until stop accepts a line, which it
+// requests returns the requests the client received, in order.
+func (c *terminalClient) requests() []acpclient.Request { return c.h.Conn.Requests() }
+
+// term returns the terminal the agent created i-th (from 0).
+func (c *terminalClient) term(i int) *acpclient.Terminal {
+	c.t.Helper()
+	created := c.terms.Created()
+	require.Greater(c.t, len(created), i, "terminals created")
+	return created[i]
+}
+
+// until reads the server's lines until stop accepts one, which it
 // returns.
 func (c *terminalClient) until(stop func(WireFrame) bool) WireFrame {
-	c.t.Helper()
 	for {
 		line := c.h.NextWithin(20 * time.Second)
 		f := ParseWireFrame(c.t, line)
-		c.mu.Lock()
 		c.lines = append(c.lines, line)
-		c.mu.Unlock()
-		if f.Method != "" && f.ID != nil {
-			c.serve(f)
-		}
 		if stop(f) {
 			return f
 		}
 	}
 }
 
-// respond sends a result (validated as the method's response).
-func (c *terminalClient) respond(f WireFrame, method string, result any) {
-	line := `{"jsonrpc":"2.0","id":` + string(f.ID) + `,"result":` + string(mustJSON(result)) + `}`
-	if err := loadACPSchema(c.t).CheckFrame([]byte(line), method); err != nil {
-		c.t.Errorf("client response fails the schema: %v: %s", err, line)
+// checkResponses validates every response the client sent to a terminal
+// request against the schema, as the answer to that request's method.
+func (c *terminalClient) checkResponses() {
+	methods := map[string]string{}
+	for _, r := range c.h.Conn.Requests() {
+		methods[string(r.ID)] = r.Method
 	}
-	c.h.Send(line)
-}
-
-func (c *terminalClient) serve(f WireFrame) {
-	c.mu.Lock()
-	c.requests = append(c.requests, f)
-	c.mu.Unlock()
-	var p struct {
-		TerminalID      string   `json:"terminalId"`
-		Command         string   `json:"command"`
-		Args            []string `json:"args"`
-		Cwd             string   `json:"cwd"`
-		OutputByteLimit int      `json:"outputByteLimit"`
-		Env             []struct {
-			Name, Value string
-		} `json:"env"`
-	}
-	require.NoError(c.t, json.Unmarshal(f.Params, &p))
-	c.mu.Lock()
-	proc := c.terms[p.TerminalID]
-	c.mu.Unlock()
-	switch f.Method {
-	case "terminal/create":
-		cmd := exec.Command(p.Command, p.Args...)
-		cmd.Dir = p.Cwd
-		cmd.Env = append(os.Environ(), "CLIENT_SECRET_TOKEN=client")
-		for _, e := range p.Env {
-			cmd.Env = append(cmd.Env, e.Name+"="+e.Value)
+	for _, l := range c.h.Conn.Transcript() {
+		if l.Dir != acpclient.Sent {
+			continue
 		}
-		pr := &clientProc{cmd: cmd, out: &strings.Builder{}, done: make(chan struct{})}
-		// One stream for both, as a terminal has.
-		r, w, err := os.Pipe()
-		require.NoError(c.t, err)
-		cmd.Stdout, cmd.Stderr = w, w
-		cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
-		require.NoError(c.t, cmd.Start())
-		_ = w.Close()
-		go func() {
-			buf := make([]byte, 4096)
-			for {
-				n, err := r.Read(buf)
-				pr.mu.Lock()
-				pr.out.Write(buf[:n])
-				pr.mu.Unlock()
-				if err != nil {
-					break
-				}
+		var f WireFrame
+		if json.Unmarshal(l.Data, &f) != nil || f.Method != "" {
+			continue
+		}
+		if m := methods[string(f.ID)]; strings.HasPrefix(m, "terminal/") {
+			if err := loadACPSchema(c.t).CheckFrame(l.Data, m); err != nil {
+				c.t.Errorf("client response fails the schema: %v: %s", err, l.Data)
 			}
-			_ = r.Close()
-			_ = cmd.Wait()
-			close(pr.done)
-		}()
-		c.mu.Lock()
-		id := fmt.Sprintf("term-%d", len(c.terms)+1)
-		c.terms[id] = pr
-		c.mu.Unlock()
-		c.respond(f, f.Method, map[string]string{"terminalId": id})
-	case "terminal/wait_for_exit":
-		c.pending.Add(1)
-		go func() {
-			defer c.pending.Done()
-			<-proc.done
-			c.respond(f, f.Method, proc.exit())
-		}()
-	case "terminal/output":
-		proc.mu.Lock()
-		out := proc.out.String()
-		proc.mu.Unlock()
-		res := map[string]any{"output": out, "truncated": false}
-		select {
-		case <-proc.done:
-			res["exitStatus"] = proc.exit()
-		default:
 		}
-		c.respond(f, f.Method, res)
-	case "terminal/kill", "terminal/release":
-		_ = syscall.Kill(-proc.cmd.Process.Pid, syscall.SIGKILL)
-		c.respond(f, f.Method, map[string]any{})
-	default:
-		c.t.Errorf("unexpected request %s", f.Method)
 	}
-}
-
-func (p *clientProc) exit() map[string]any {
-	ws := p.cmd.ProcessState.Sys().(syscall.WaitStatus)
-	if ws.Signaled() {
-		return map[string]any{"exitCode": nil, "signal": bash.SignalName(ws.Signal())}
-	}
-	return map[string]any{"exitCode": ws.ExitStatus(), "signal": nil}
 }
 
 // update is one session/update's update object.
@@ -311,11 +218,15 @@ func terminalWire(t *testing.T, confiner *sandbox.Provider, opts Options, caps s
 	ba := &bashAgent{FakeAgent: fa, confiner: confiner, tmpBase: t.TempDir()}
 	opts.AgentName, opts.AgentVersion = "dsh-acp", "test"
 	srv := NewServer(ba, opts, zerolog.Nop())
-	h := StartHarness(t, srv)
+	terms := &acpclient.Terminals{Env: append(os.Environ(), "CLIENT_SECRET_TOKEN=client")}
+	c := &terminalClient{t: t, terms: terms}
+	t.Cleanup(c.checkResponses) // after the harness ended the connection: every response sent
+	h := StartHarnessWith(t, srv, acpclient.Options{Terminals: terms})
+	c.h = h
 	resp, _ := h.Roundtrip("1", "initialize", `{"protocolVersion":1,"clientCapabilities":`+caps+`}`)
 	require.Nil(t, ParseWireFrame(t, resp).Error)
 	ws := t.TempDir()
-	return h, newTerminalClient(t, h), ba, ws
+	return h, c, ba, ws
 }
 
 func bashArgs(command string, extra string) string {
@@ -353,7 +264,7 @@ func TestClientTerminalRunsTheConfinedCommand(t *testing.T) {
 
 	require.Equal(t, []string{"terminal/create", "terminal/wait_for_exit", "terminal/output", "terminal/release"}, c.methods())
 	var create CreateTerminalRequest
-	require.NoError(t, json.Unmarshal(c.requests[0].Params, &create))
+	require.NoError(t, json.Unmarshal(c.requests()[0].Params, &create))
 	require.Equal(t, sid, create.SessionID)
 	require.Equal(t, "env", filepath.Base(create.Command))
 	require.Equal(t, "-i", create.Args[0])
@@ -452,7 +363,9 @@ func TestClientTerminalCancelKillsThenReleases(t *testing.T) {
 	h.Send(NotificationLine("session/cancel", `{"sessionId":`+JSONQuote(sid)+`}`))
 	c.until(both(isResponse("7"), isMethod("terminal/release")))
 	require.Equal(t, []string{"terminal/create", "terminal/wait_for_exit", "terminal/kill", "terminal/release"}, c.methods())
-	<-c.terms["term-1"].done
+	term := c.term(0)
+	require.Equal(t, "term-1", term.ID)
+	<-term.Done()
 }
 
 func TestClientTerminalSessionCloseKillsThenReleases(t *testing.T) {
@@ -463,7 +376,9 @@ func TestClientTerminalSessionCloseKillsThenReleases(t *testing.T) {
 	h.Send(RequestLine("8", "session/close", `{"sessionId":`+JSONQuote(sid)+`}`))
 	c.until(isResponse("8"))
 	require.Equal(t, []string{"terminal/create", "terminal/wait_for_exit", "terminal/kill", "terminal/release"}, c.methods())
-	<-c.terms["term-1"].done
+	term := c.term(0)
+	require.Equal(t, "term-1", term.ID)
+	<-term.Done()
 }
 
 func TestClientTerminalsOnlyWhenComposedAndAdvertised(t *testing.T) {
