@@ -77,16 +77,56 @@ func (c clientTerminals) Create(ctx context.Context, cmd capabilities.TerminalCo
 			req.Env = append(req.Env, EnvVariable{name, value})
 		}
 	}
-	var res struct {
-		TerminalID string `json:"terminalId"`
-	}
-	if err := c.s.call(ctx, "terminal/create", req, &res); err != nil {
+	wait, err := c.s.send(ctx, "terminal/create", req)
+	if err != nil {
 		return nil, err
 	}
-	if res.TerminalID == "" {
-		return nil, errors.New("terminal/create: the client answered without a terminalId")
+	// The answer is awaited beyond ctx: a turn cancelled while the client
+	// is creating the terminal still learns its id, to free it.
+	type created struct {
+		id  string
+		err error
 	}
-	return &clientTerminal{s: c.s, req: TerminalRequest{SessionID: c.session, TerminalID: res.TerminalID}}, nil
+	answer := make(chan created, 1)
+	go func() {
+		wctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), createWait)
+		defer cancel()
+		var res struct {
+			TerminalID string `json:"terminalId"`
+		}
+		err := wait(wctx, &res)
+		if err == nil && res.TerminalID == "" {
+			err = errors.New("terminal/create: the client answered without a terminalId")
+		}
+		answer <- created{res.TerminalID, err}
+	}()
+	select {
+	case a := <-answer:
+		if a.err != nil {
+			return nil, a.err
+		}
+		return c.terminal(a.id), nil
+	case <-ctx.Done():
+		go func() {
+			if a := <-answer; a.err == nil {
+				t := c.terminal(a.id)
+				fctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), createWait)
+				defer cancel()
+				_ = t.Kill(fctx)
+				_ = t.Release(fctx)
+			}
+		}()
+		return nil, ctx.Err()
+	}
+}
+
+// createWait bounds the wait for a terminal/create answer (and the
+// cleanup of a terminal created for a call given up meanwhile).
+const createWait = 30 * time.Second
+
+// terminal is the session's client terminal id.
+func (c clientTerminals) terminal(id string) *clientTerminal {
+	return &clientTerminal{s: c.s, req: TerminalRequest{SessionID: c.session, TerminalID: id}}
 }
 
 // clientTerminal is one terminal in the client.
