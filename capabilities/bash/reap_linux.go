@@ -5,6 +5,8 @@ package bash
 import (
 	"errors"
 	"os"
+	"strconv"
+	"strings"
 	"sync"
 	"syscall"
 	"time"
@@ -109,6 +111,46 @@ func sweep(sids map[int]struct{}) {
 			time.Sleep(time.Millisecond)
 		}
 	}
+}
+
+// endNamespaces SIGKILLs the children of pid that are the init of a PID
+// namespace below ours (bwrap's, with --unshare-pid) and waits up to limit
+// for them to be gone: SIGKILL is the one signal that reaches such an init
+// from outside, and an init has ended every process of its namespace
+// before it turns into a zombie.
+func endNamespaces(pid int, limit time.Duration) {
+	var inits []int
+	for child, st := range processes() {
+		if st.PPID == pid && !st.Zombie && namespaceInit(child) && syscall.Kill(child, syscall.SIGKILL) == nil {
+			inits = append(inits, child)
+		}
+	}
+	deadline := time.Now().Add(limit)
+	for _, p := range inits {
+		for time.Now().Before(deadline) {
+			if st, ok := sandbox.ReadProc(p); !ok || st.Zombie {
+				break
+			}
+			time.Sleep(time.Millisecond)
+		}
+	}
+}
+
+// namespaceInit reports whether pid is 1 in a PID namespace below ours:
+// the NSpid line of its status lists its pid in each namespace, from ours
+// down to its own.
+func namespaceInit(pid int) bool {
+	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/status")
+	if err != nil {
+		return false
+	}
+	for line := range strings.Lines(string(b)) {
+		if rest, ok := strings.CutPrefix(line, "NSpid:"); ok {
+			f := strings.Fields(rest)
+			return len(f) > 1 && f[len(f)-1] == "1"
+		}
+	}
+	return false
 }
 
 // liveSessions returns the session ids in use.

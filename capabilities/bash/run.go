@@ -39,6 +39,9 @@ type spec struct {
 	// setup prepares the command for its sandbox (sandbox.Confined.Setup);
 	// nil for none.
 	setup func(*exec.Cmd)
+	// confined marks a command run through the sandbox (see
+	// process.doTerminate).
+	confined bool
 	// track, when set, learns the pid of every started shell (the leader of
 	// its own session).
 	track func(pid int)
@@ -62,6 +65,7 @@ type process struct {
 	state    *os.ProcessState
 
 	killGrace time.Duration
+	confined  bool
 	termOnce  sync.Once
 	termDone  chan struct{} // closed once a termination completed
 }
@@ -113,6 +117,7 @@ func start(ctx context.Context, ex Executor, sp spec) (*process, error) {
 		drained:   make(chan struct{}),
 		finished:  make(chan struct{}),
 		killGrace: grace,
+		confined:  sp.confined,
 		termDone:  make(chan struct{}),
 	}
 	var readers sync.WaitGroup
@@ -202,7 +207,22 @@ func (p *process) doTerminate() {
 		return // nothing left that we own; the group id may be stale
 	default:
 	}
-	p.signalGroup(syscall.SIGTERM)
+	if p.confined {
+		// A sandbox's PID namespace ends with its init, which the group's
+		// SIGTERM does not reach (from outside only SIGKILL does; bwrap's
+		// init also leaves the group). The init's parent-death signal is
+		// armed only once the sandbox is set up (bwrap), so a launcher
+		// killed before that left the sandbox running, orphaned; and after
+		// that the namespace died some time after the launcher, unwaited
+		// for. The group is stopped while its namespace inits are killed,
+		// so that it cannot start one in between.
+		p.signalGroup(syscall.SIGSTOP)
+		endNamespaces(p.pgid, pipeGrace)
+		p.signalGroup(syscall.SIGTERM)
+		p.signalGroup(syscall.SIGCONT)
+	} else {
+		p.signalGroup(syscall.SIGTERM)
+	}
 	grace := time.NewTimer(p.killGrace)
 	defer grace.Stop()
 	tick := time.NewTicker(groupPoll)

@@ -136,7 +136,7 @@ func (sb *Sandboxing) prepare(ctx context.Context, call *capabilities.Call, sp *
 		return nil, unavailable(err)
 	}
 	sp.command = sandbox.ExecLine(c.Argv)
-	sp.setup = c.Setup
+	sp.setup, sp.confined = c.Setup, true
 	return &confinement{mode: mode, confined: c}, nil
 }
 
