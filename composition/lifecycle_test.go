@@ -2,6 +2,7 @@ package composition_test
 
 import (
 	"encoding/json"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -57,7 +58,9 @@ func TestSessionCloseStopsItsWorkAndResumeReconnects(t *testing.T) {
 	sid := decodeResult(t, srv.c.call("session/new", map[string]any{"cwd": ws, "mcpServers": servers})).SessionID
 	mcpPid := readPid(t, pidfile)
 
-	const marker = "31.4159"
+	// The sleep's length is unique to this run: another run of this test
+	// (a concurrent `go test`, or -count) has its own task.
+	marker := fmt.Sprintf("31.%d%09d", os.Getpid(), time.Now().UnixNano()%1e9)
 	args, _ := json.Marshal(map[string]any{"command": "sleep " + marker, "description": "a long task", "run_in_background": true})
 	p.script("start it", toolCall{Name: "bash", Args: string(args)})
 	stop, _ := srv.prompt(t, sid, "start it")
