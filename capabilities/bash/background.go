@@ -29,8 +29,8 @@ type bgTask struct {
 
 // startBackground spawns sp without a timeout. The task runs until it ends
 // or is killed; a spawn failure yields a settled task whose stderr says why.
-func startBackground(ctx context.Context, ex Executor, sp spec) *bgTask {
-	p, err := start(context.WithoutCancel(ctx), ex, sp)
+func startBackground(ctx context.Context, sp spec) *bgTask {
+	p, err := start(context.WithoutCancel(ctx), sp)
 	if err != nil {
 		s := newStream("stderr", sp.spillDir)
 		s.write([]byte("spawn failed: " + err.Error()))

@@ -205,7 +205,7 @@ func TestSchemaAndSection(t *testing.T) {
 	require.Equal(t, []string{"command", "description"}, s.Required)
 	require.Equal(t, []string{"command", "description", "timeoutMs", "workdir", "run_in_background"}, keys(t, s.Properties))
 
-	conf, err := json.Marshal(NewTool(Options{Confining: true}).Schema())
+	conf, err := json.Marshal(NewTool(Options{Sandbox: &Sandboxing{}}).Schema())
 	require.NoError(t, err)
 	require.NoError(t, json.Unmarshal(conf, &s))
 	require.Equal(t, []string{"command", "description", "timeoutMs", "workdir", "run_in_background", "sandbox_permissions", "justification"}, keys(t, s.Properties))

@@ -76,7 +76,7 @@ type process struct {
 // and Go keeps its threads). ctx is handed to the executor only; the
 // process's lifetime is controlled with terminate. If the sandbox's setup
 // makes the start fail (namespaces refused), it is retried once without.
-func start(ctx context.Context, ex Executor, sp spec) (*process, error) {
+func start(ctx context.Context, sp spec) (*process, error) {
 	rOut, wOut, err := os.Pipe()
 	if err != nil {
 		return nil, fmt.Errorf("stdout pipe: %w", err)
@@ -87,10 +87,10 @@ func start(ctx context.Context, ex Executor, sp spec) (*process, error) {
 		_ = wOut.Close()
 		return nil, fmt.Errorf("stderr pipe: %w", err)
 	}
-	cmd, err := startCmd(ctx, ex, sp, sp.setup, wOut, wErr)
+	cmd, err := startCmd(sp, sp.setup, wOut, wErr)
 	var exErr executorError
 	if err != nil && sp.setup != nil && !errors.As(err, &exErr) {
-		cmd, err = startCmd(ctx, ex, sp, nil, wOut, wErr)
+		cmd, err = startCmd(sp, nil, wOut, wErr)
 	}
 	_ = wOut.Close()
 	_ = wErr.Close()
@@ -147,8 +147,8 @@ func (e executorError) Unwrap() error { return e.err }
 
 // startCmd builds the command through ex, prepares it with setup and
 // starts it writing to the given pipe ends.
-func startCmd(ctx context.Context, ex Executor, sp spec, setup func(*exec.Cmd), stdout, stderr *os.File) (*exec.Cmd, error) {
-	cmd, err := ex.Command(ctx, []string{"bash", "-c", sp.command}, sp.dir, sp.env)
+func startCmd(sp spec, setup func(*exec.Cmd), stdout, stderr *os.File) (*exec.Cmd, error) {
+	cmd, err := command([]string{"bash", "-c", sp.command}, sp.dir, sp.env)
 	if err != nil {
 		return nil, executorError{err}
 	}
@@ -298,11 +298,11 @@ func (p *process) exit() exitInfo {
 
 // runForeground runs a command to completion, timeout or cancellation and
 // returns the result text.
-func runForeground(ctx context.Context, ex Executor, sp spec, timeoutMs float64, conf *confinement) (string, error) {
+func runForeground(ctx context.Context, sp spec, timeoutMs float64, conf *confinement) (string, error) {
 	if ctx.Err() != nil {
 		return "", errAborted
 	}
-	p, err := start(ctx, ex, sp)
+	p, err := start(ctx, sp)
 	if err != nil {
 		return "", fmt.Errorf("failed to start bash: %w", err)
 	}

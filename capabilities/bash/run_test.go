@@ -153,7 +153,7 @@ func TestTruncationAndSpill(t *testing.T) {
 
 func TestValueChecks(t *testing.T) {
 	plain := newFixture(t, nil)
-	conf := newFixture(t, func(o *Options) { o.Confining = true })
+	conf := newFixture(t, func(o *Options) { o.Sandbox = &Sandboxing{} })
 	cases := []struct {
 		f    *fixture
 		args string
@@ -168,7 +168,6 @@ func TestValueChecks(t *testing.T) {
 		{plain, `{"command":"ls","description":"d","sandbox_permissions":"workspace-write","justification":" "}`, "invalid justification: expected a non-empty sentence"},
 		{plain, `{"command":"ls","description":"d","sandbox_permissions":"workspace-write","justification":"needs it"}`, "sandbox_permissions is not available in this composition (no sandboxing executor to escalate)"},
 		{conf, `{"command":"ls","description":"d","sandbox_permissions":"workspace-write"}`, "invalid escalation: sandbox_permissions requires a justification"},
-		{conf, `{"command":"ls","description":"d","sandbox_permissions":"danger-full-access","justification":"needs it"}`, "sandbox escalation is not available: no sandbox is configured for this executor"},
 		{conf, `{"command":"ls","description":"d","sandbox_permissions":"root","justification":"x"}`, `invalid arguments: "sandbox_permissions" must be one of ["workspace-write","danger-full-access"]`},
 		{plain, `{"command":"ls"}`, `invalid arguments: missing required property "description"`},
 	}
@@ -258,19 +257,4 @@ func TestAbortBeforeStart(t *testing.T) {
 	require.Equal(t, "Error: command aborted", text(t, o))
 	_, err := os.Stat(filepath.Join(f.env.cwd, "ran"))
 	require.True(t, os.IsNotExist(err))
-}
-
-// wrapExecutor records argv and wraps the command like a sandbox would.
-type wrapExecutor struct{ argv []string }
-
-func (w *wrapExecutor) Command(ctx context.Context, argv []string, dir string, env []string) (*exec.Cmd, error) {
-	w.argv = argv
-	return LocalExecutor{}.Command(ctx, []string{"bash", "-c", "echo wrapped; exec \"$@\"", "wrapper", argv[0], argv[1], argv[2]}, dir, env)
-}
-
-func TestExecutorSeam(t *testing.T) {
-	w := &wrapExecutor{}
-	f := newFixture(t, func(o *Options) { o.Executor = w })
-	require.Equal(t, "wrapped\ninner\n", f.bashOK(t, "echo inner", nil))
-	require.Equal(t, []string{"bash", "-c", "echo inner"}, w.argv)
 }

@@ -3,8 +3,8 @@
 // registry (Tasks) with the tools task_output, task_list and task_kill, of
 // which bash is the first producer.
 //
-// Commands run through an Executor, the seam where a sandboxing executor
-// wraps the argv; LocalExecutor runs them directly. When the session's
+// With Options.Sandbox a command's argv is the sandbox's (bwrap or the
+// Landlock helper around bash); without, bash runs directly. When the session's
 // host has terminals (capabilities.Host.Terminals: the editor's, over
 // ACP), a foreground command runs in one of them instead, still confined:
 // the host is handed the wrapped argv (terminal.go). Without them, a
@@ -40,11 +40,6 @@ type Options struct {
 	// DefaultTimeout is the foreground timeout in milliseconds when the call
 	// gives none; zero means DefaultTimeoutMs.
 	DefaultTimeout int
-	// Executor runs commands; nil means LocalExecutor.
-	Executor Executor
-	// Confining advertises the escalation parameters (sandbox_permissions,
-	// justification); set it when Executor confines commands.
-	Confining bool
 	// Tasks is the background-task registry to produce into; nil means a new
 	// registry private to this family.
 	Tasks *Tasks
@@ -59,7 +54,8 @@ type Options struct {
 	// KillGrace is the delay between SIGTERM and SIGKILL; zero means the
 	// contract's 3000 ms (tests shorten it).
 	KillGrace time.Duration
-	// Sandbox confines commands; it implies Confining.
+	// Sandbox confines commands and advertises the escalation parameters
+	// (sandbox_permissions, justification); nil runs them unconfined.
 	Sandbox *Sandboxing
 	// EnvPass are glob patterns of environment variable names passed to
 	// commands even when they look like secrets (EnvPolicy.Pass).
@@ -93,9 +89,6 @@ func NewTool(opts Options) *Tool {
 	if opts.DefaultTimeout <= 0 {
 		opts.DefaultTimeout = DefaultTimeoutMs
 	}
-	if opts.Executor == nil {
-		opts.Executor = LocalExecutor{}
-	}
 	if opts.Tasks == nil {
 		opts.Tasks = NewTasks(nil)
 	}
@@ -107,7 +100,6 @@ func NewTool(opts Options) *Tool {
 	}
 	t := &Tool{opts: opts, env: EnvPolicy{Pass: opts.EnvPass, Strip: opts.EnvStrip}, procs: &tracker{}}
 	if sb := opts.Sandbox; sb != nil {
-		t.opts.Confining = true
 		t.tmp = &sessionTmp{base: sb.TmpBase}
 	}
 	return t
@@ -139,7 +131,7 @@ func (t *Tool) Schema() *capabilities.Schema {
 		capabilities.Opt("workdir", capabilities.String("Directory to run in: absolute, or relative to the session's working directory (the default).")),
 		capabilities.Opt("run_in_background", capabilities.Boolean("Start the command as a background task and return its id immediately instead of waiting for it.")),
 	}
-	if t.opts.Confining {
+	if t.opts.Sandbox != nil {
 		props = append(props,
 			capabilities.Opt("sandbox_permissions", &capabilities.Schema{
 				Type:        "string",
@@ -210,11 +202,8 @@ func (t *Tool) check(a args) error {
 			return errors.New("invalid justification: expected a non-empty sentence")
 		}
 	}
-	if hasPerm && !t.opts.Confining {
-		return errors.New("sandbox_permissions is not available in this composition (no sandboxing executor to escalate)")
-	}
 	if hasPerm && t.opts.Sandbox == nil {
-		return errors.New("sandbox escalation is not available: no sandbox is configured for this executor")
+		return errors.New("sandbox_permissions is not available in this composition (no sandboxing executor to escalate)")
 	}
 	return nil
 }
@@ -257,7 +246,7 @@ func (t *Tool) Run(ctx context.Context, call *capabilities.Call) (capabilities.R
 		}
 	}
 	if a.background() {
-		task := startBackground(ctx, t.opts.Executor, sp)
+		task := startBackground(ctx, sp)
 		id := t.opts.Tasks.Register(taskKind, owner(call), taskLabel(a.Command), task)
 		return capabilities.TextResult("started background task " + id), nil
 	}
@@ -273,7 +262,7 @@ func (t *Tool) Run(ctx context.Context, call *capabilities.Call) (capabilities.R
 		stop := streamLive(host.Live, call.CallID, a.Description, sp.live)
 		defer stop() // the last view is shown before the result is returned
 	}
-	text, err := runForeground(ctx, t.opts.Executor, sp, t.timeoutMs(a), conf)
+	text, err := runForeground(ctx, sp, t.timeoutMs(a), conf)
 	if err != nil {
 		return capabilities.Result{}, err
 	}
