@@ -50,6 +50,9 @@ func (s *Server) clientFiles(id string) capabilities.TextFiles {
 	return clientFiles{s: s, sessionID: id, read: fs.ReadTextFile, write: fs.WriteTextFile}
 }
 
+// Offers implements capabilities.TextFiles: what the client advertised.
+func (c clientFiles) Offers() (read, write bool) { return c.read, c.write }
+
 // ReadText implements capabilities.TextFiles.
 func (c clientFiles) ReadText(ctx context.Context, path string) (string, error) {
 	if !c.read {

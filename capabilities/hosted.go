@@ -19,6 +19,9 @@ import (
 // error wrapping [errors.ErrUnsupported] when the host does not offer it;
 // the local file is then used.
 type TextFiles interface {
+	// Offers reports which of ReadText and WriteText the host serves,
+	// without asking it (an editor advertised them at initialize).
+	Offers() (read, write bool)
 	// ReadText returns the content the host has for path.
 	ReadText(ctx context.Context, path string) (string, error)
 	// WriteText replaces the content of path.
@@ -33,8 +36,8 @@ type TextFiles interface {
 //     through a regular file) is refused before the host is asked;
 //   - existence, identity (ID) and the file type come from local: a host
 //     has no inodes, and a file missing on disk is missing, whatever buffer
-//     the host holds for it (a host read that fails for a file missing on
-//     disk means "new file");
+//     the host holds for it; the host is not asked about it, so creating a
+//     file costs one host round trip, its write;
 //   - content comes from the host, and so does Version, "sha256:<hex>" of
 //     that content, so a stale-read check compares what the model read
 //     with what the user sees now; a file on disk the host cannot read (a
@@ -46,7 +49,8 @@ type TextFiles interface {
 // content written. Where the host does not offer reads (or writes), local
 // serves them; versions then stay local ones.
 func Through(local Files, host TextFiles) Files {
-	return &through{local: local, host: host, written: map[string]writtenState{}}
+	reads, _ := host.Offers()
+	return &through{local: local, host: host, hostReads: reads, written: map[string]writtenState{}}
 }
 
 // ContentVersion is the Version of content known only by its bytes.
@@ -56,35 +60,12 @@ func ContentVersion(content []byte) string {
 }
 
 type through struct {
-	local Files
-	host  TextFiles
+	local     Files
+	host      TextFiles
+	hostReads bool // contents are read from the host (else from local)
 
 	mu      sync.Mutex
 	written map[string]writtenState // the last write of a path, until its Stat
-	reads   readsFrom               // where contents are read from, once known
-}
-
-// readsFrom is where a through's contents are read from.
-type readsFrom int
-
-const (
-	readsUnknown readsFrom = iota // the host was not asked yet
-	readsHost                     // the host answers reads
-	readsLocal                    // the host does not offer reads
-)
-
-// readText asks the host for path's content and remembers whether it
-// offers reads.
-func (t *through) readText(ctx context.Context, path string) (string, error) {
-	text, err := t.host.ReadText(ctx, path)
-	r := readsHost
-	if errors.Is(err, errors.ErrUnsupported) {
-		r = readsLocal
-	}
-	t.mu.Lock()
-	t.reads = r
-	t.mu.Unlock()
-	return text, err
 }
 
 // writtenState is what a WriteFile through the host left: the content's
@@ -102,16 +83,15 @@ func (t *through) Stat(ctx context.Context, path string) (FileInfo, error) {
 	t.mu.Lock()
 	w, ok := t.written[path]
 	delete(t.written, path)
-	reads := t.reads
 	t.mu.Unlock()
-	if reads == readsLocal {
+	if !t.hostReads {
 		return info, nil
 	}
-	if ok && reads == readsHost && w.disk == info.Version {
+	if ok && w.disk == info.Version {
 		info.Version = w.version
 		return info, nil
 	}
-	text, err := t.readText(ctx, path)
+	text, err := t.host.ReadText(ctx, path)
 	if err != nil {
 		return info, nil // unsupported, or a file the host cannot read: as on disk
 	}
@@ -128,10 +108,14 @@ func (t *through) Open(ctx context.Context, path string) (io.ReadCloser, FileInf
 	case info.Exists && !info.Regular:
 		return nil, FileInfo{}, &fs.PathError{Op: "open", Path: path, Err: ErrNotRegular}
 	}
-	text, err := t.readText(ctx, path)
-	switch {
-	case err != nil && !info.Exists && !errors.Is(err, errors.ErrUnsupported):
+	if !info.Exists {
 		return nil, FileInfo{}, &fs.PathError{Op: "open", Path: path, Err: fs.ErrNotExist}
+	}
+	if !t.hostReads {
+		return t.local.Open(ctx, path)
+	}
+	text, err := t.host.ReadText(ctx, path)
+	switch {
 	case err != nil:
 		// Unsupported, or a file the host cannot read (a binary one): the
 		// disk's, as Stat describes it too.

@@ -27,6 +27,8 @@ type bufferHost struct {
 	reqs    []string
 }
 
+func (h *bufferHost) Offers() (read, write bool) { return h.read, h.write }
+
 func (h *bufferHost) ReadText(_ context.Context, path string) (string, error) {
 	if !h.read {
 		return "", errors.ErrUnsupported
@@ -143,10 +145,16 @@ func TestThroughRefusesBeforeAskingAndFallsBackPerMethod(t *testing.T) {
 	}
 	assert.Empty(t, h.requests())
 
-	// A file the editor cannot read and the disk lacks is missing.
+	// A file the disk lacks is missing: the editor is not asked (creating
+	// a file costs only its write).
 	_, _, err := files.Open(ctx, filepath.Join(root, "new.txt"))
 	assert.ErrorIs(t, err, fs.ErrNotExist)
-	assert.Equal(t, []string{"read new.txt"}, h.requests())
+	assert.Empty(t, h.requests())
+	require.NoError(t, files.WriteFile(ctx, filepath.Join(root, "new.txt"), []byte("made")))
+	st, err := files.Stat(ctx, filepath.Join(root, "new.txt"))
+	require.NoError(t, err)
+	assert.Equal(t, capabilities.ContentVersion([]byte("made")), st.Version)
+	assert.Equal(t, []string{"write new.txt"}, h.requests(), "one round trip: the write")
 
 	// A file on disk the editor cannot read is read from the disk.
 	bin := filepath.Join(root, "bin")
@@ -156,7 +164,7 @@ func TestThroughRefusesBeforeAskingAndFallsBackPerMethod(t *testing.T) {
 	b, info, err := capabilities.ReadFile(ctx, files2, bin)
 	require.NoError(t, err)
 	assert.Equal(t, []byte{0, 1, 2}, b)
-	st, err := files2.Stat(ctx, bin)
+	st, err = files2.Stat(ctx, bin)
 	require.NoError(t, err)
 	assert.Equal(t, info.Version, st.Version, "Stat and Open agree on the disk's version")
 	assert.Equal(t, []string{"read bin", "read bin"}, failing.requests())
