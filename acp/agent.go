@@ -49,6 +49,10 @@ type Prompter interface {
 	Prompt(ctx context.Context, text string) session.EndReason
 	// Cancel aborts the running turn (and drops one about to start).
 	Cancel(reason string)
+	// Ready tells a new session that the client knows it (its session/new
+	// answer is out): it readies, in the background, what its first
+	// prompt would otherwise wait for.
+	Ready()
 }
 
 // Disposer ends a session (session/close, the connection's end).

@@ -478,6 +478,9 @@ func prefix(s string) string {
 }
 
 // Cancel implements Session: it aborts every prompt that has entered.
+// Ready implements Session (the fake has nothing to ready).
+func (s *FakeSession) Ready() {}
+
 func (s *FakeSession) Cancel(reason string) {
 	s.mu.Lock()
 	defer s.mu.Unlock()

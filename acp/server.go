@@ -145,6 +145,18 @@ func (s *Server) handle(ctx context.Context, id RequestID, method string, params
 	if r, ok := result.(NewSessionResponse); ok && err == nil {
 		s.connectMCP(r.SessionID)
 		s.advertiseCommands(r.SessionID)
+		s.ready(r.SessionID)
+	}
+}
+
+// ready tells a new session the client knows it (after the response that
+// names the session, so its background work never delays that response).
+func (s *Server) ready(id string) {
+	s.mu.Lock()
+	ls := s.sessions[id]
+	s.mu.Unlock()
+	if ls != nil {
+		ls.s.Ready()
 	}
 }
 

@@ -173,20 +173,36 @@ func (r *Runtime) NewSession(_ context.Context, o SessionOptions) (*Session, err
 	roots := recordRoots(log, o)
 	s := r.open(log, true, o.clientHost(h.ID), roots)
 	s.onSpawn = o.OnSpawn
-	if p, ok := r.cfg.Store.(session.Preparer); ok {
-		// The store readies the session's first write now, off the path
-		// between the first prompt and the first model request; Close
-		// waits for it.
-		s.bg.Add(1)
-		go func() {
-			defer s.bg.Done()
-			if err := p.Prepare(context.Background(), h); err != nil {
-				r.cfg.Log.Debug().Err(err).Str("session", h.ID).Msg("prepare the session's first write")
-			}
-		}()
-	}
+	s.fresh = true
 	s.start("startup")
 	return s, nil
+}
+
+// Ready readies a new session's first write in the background (the
+// store's lookup, directory and lock: session.Preparer), off the path
+// between the first prompt and the first model request; Close waits for
+// it. The bridge calls it once the session/new answer is out, so this
+// work never delays that answer either. Later calls, and calls on a
+// loaded session, do nothing.
+func (s *Session) Ready() {
+	p, ok := s.rt.cfg.Store.(session.Preparer)
+	s.mu.Lock()
+	fresh := s.fresh && !s.disposed
+	s.fresh = false
+	if fresh && ok {
+		s.bg.Add(1)
+	}
+	s.mu.Unlock()
+	if !fresh || !ok {
+		return
+	}
+	h := s.log.Header()
+	go func() {
+		defer s.bg.Done()
+		if err := p.Prepare(context.Background(), h); err != nil {
+			s.rt.cfg.Log.Debug().Err(err).Str("session", h.ID).Msg("prepare the session's first write")
+		}
+	}()
 }
 
 // LookupSession returns a stored session's header.
@@ -303,6 +319,7 @@ type Session struct {
 	tools *capabilities.Registry
 	model string             // a child's model override ("" = the runtime's)
 	host  *capabilities.Host // what the editor hosts, the roots, the session's services
+	fresh bool               // new, and its first write not prepared yet (Ready)
 	// watcher is the parent's pipeline when it watches its children
 	// (SubagentStop runs on it when this child closes).
 	watcher *pipeline.Pipeline
