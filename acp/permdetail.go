@@ -76,12 +76,10 @@ func withoutTerminals(cs []ToolCallContent) []ToolCallContent {
 // escalation parses a bash sandbox escalation reason ("escalate sandbox
 // to <mode>: <justification>").
 func escalation(req approval.Request) (mode, why string, ok bool) {
-	rest, ok := strings.CutPrefix(req.Reason, "escalate sandbox to ")
-	if !ok {
+	if req.Scope != approval.ScopeSandbox {
 		return "", "", false
 	}
-	mode, why, _ = strings.Cut(rest, ": ")
-	return mode, why, true
+	return req.Subject, req.Detail, true
 }
 
 // HooksConsent is the ToolName of the approval request that asks whether a
@@ -151,26 +149,14 @@ func alwaysName(req approval.Request) string {
 	switch {
 	case req.ToolName == HooksConsent:
 		return "Always allow this project's hooks (until they change)"
-	case req.ToolName == "web_fetch":
-		if host := fetchHost(req.Reason); host != "" {
-			return "Always allow " + host + " in this session"
-		}
-	case strings.Contains(req.Reason, "outside the session root"):
+	case req.Scope == approval.ScopeHost && req.Subject != "":
+		return "Always allow " + req.Subject + " in this session"
+	case req.Scope == approval.ScopeFolder:
 		return "Always allow changes in this folder in this session"
-	case strings.Contains(req.Reason, "the sandbox is read-only"):
+	case req.Scope == approval.ScopeWrites:
 		return "Always allow writes in this session (switches the sandbox to Workspace)"
 	}
 	return "Always allow in this session"
-}
-
-// fetchHost is the host a web_fetch approval names ("always" allows it).
-func fetchHost(reason string) string {
-	_, rest, ok := strings.Cut(reason, "(\"always\" allows ")
-	if !ok {
-		return ""
-	}
-	host, _, _ := strings.Cut(rest, " ")
-	return host
 }
 
 // projectScope is what "always allow in this project" would cover for a
@@ -180,7 +166,7 @@ func projectScope(req approval.Request, title string) (scope, name string) {
 	if mode, _, ok := escalation(req); ok && title != "" {
 		return "run:" + mode + ":" + title, "Always allow `" + clipRunes(title, 60) + "` with " + sandboxName(mode) + " in this project"
 	}
-	if req.ToolName != HooksConsent && strings.Contains(req.Reason, "the sandbox is read-only") && !strings.Contains(req.Reason, "outside the session root") {
+	if req.Scope == approval.ScopeWrites {
 		return "write", "Always allow writes in this project"
 	}
 	return "", ""

@@ -49,8 +49,38 @@ func (p Policy) Valid() bool { return p == PolicyAsk || p == PolicyNever }
 type Request struct {
 	ToolName string
 	CallID   string
-	Reason   string
+	// Reason is what is asked, as logged (approval/asked) and as the
+	// model's texts name it.
+	Reason string
+	// Scope and Subject say what an "always" answer covers, so that the
+	// person asked can be told (the outcome does not depend on them):
+	// for ScopeSandbox the mode asked for, ScopeFolder the folder, ScopeHost
+	// the web host; Detail is the tool's own justification, if any.
+	Scope   Scope
+	Subject string
+	Detail  string
 }
+
+// Scope is what an "always" answer to a Request would cover.
+type Scope string
+
+// The scopes tools ask with.
+const (
+	// ScopeCall: the tool's calls of this kind for the session (the
+	// default).
+	ScopeCall Scope = ""
+	// ScopeSandbox: a command run under a wider sandbox mode (Subject);
+	// "always" keeps the session at that mode.
+	ScopeSandbox Scope = "sandbox"
+	// ScopeWrites: file writes while the sandbox is read-only; "always"
+	// widens the session to workspace-write.
+	ScopeWrites Scope = "writes"
+	// ScopeFolder: file changes in one folder (Subject) outside the
+	// session's roots.
+	ScopeFolder Scope = "folder"
+	// ScopeHost: requests to one web host (Subject).
+	ScopeHost Scope = "host"
+)
 
 // Answerer asks someone (the editor's user) to decide. It returns ok=false
 // when it does not answer for this session, so the next answerer is asked.

@@ -123,8 +123,12 @@ func (g *ModeGate) Check(ctx context.Context, a Access) (bool, error) {
 	if a.Call == nil || a.Call.Session == nil || a.Call.Session.Log() == nil {
 		return false, refuse(", and the call has no session to ask through")
 	}
-	out, err := g.Approver.Request(ctx, a.Call.Session.Log(), approval.Request{ToolName: string(a.Op), CallID: a.Call.CallID,
-		Reason: string(a.Op) + " " + quote(a.Path) + ": " + why})
+	req := approval.Request{ToolName: string(a.Op), CallID: a.Call.CallID, Reason: string(a.Op) + " " + quote(a.Path) + ": " + why,
+		Scope: approval.ScopeWrites}
+	if !a.Inside {
+		req.Scope, req.Subject = approval.ScopeFolder, filepath.Dir(a.Path)
+	}
+	out, err := g.Approver.Request(ctx, a.Call.Session.Log(), req)
 	if err != nil {
 		return true, refuse(", and approval failed: " + err.Error())
 	}

@@ -170,7 +170,11 @@ func checkGate(t *testing.T, mode string, inside bool, op Op, out approval.Outco
 	if out == "never" {
 		require.Empty(t, g.answers.seen, "the policy answers, nobody is asked")
 	} else {
-		require.Equal(t, []approval.Request{{ToolName: string(op), CallID: callID, Reason: reason}}, g.answers.seen)
+		want := approval.Request{ToolName: string(op), CallID: callID, Reason: reason, Scope: approval.ScopeWrites}
+		if !inside {
+			want.Scope, want.Subject = approval.ScopeFolder, filepath.Dir(p)
+		}
+		require.Equal(t, []approval.Request{want}, g.answers.seen, "what an always would cover is said")
 	}
 	prefix := "Error: cannot " + string(op) + ` "` + p + `": ` + why
 	switch out {

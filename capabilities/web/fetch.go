@@ -103,7 +103,8 @@ func (f *Fetch) permit(ctx context.Context, call *capabilities.Call, u *url.URL)
 		return fmt.Errorf("fetch %s: %s needs approval, and the call has no session to ask through", u, host)
 	}
 	out, err := f.opts.Approver.Request(ctx, call.Session.Log(), approval.Request{ToolName: "web_fetch", CallID: call.CallID,
-		Reason: fmt.Sprintf("fetch %s: the first request to %s in this session (\"always\" allows %s for the rest of the session)", u, host, host)})
+		Reason: fmt.Sprintf("fetch %s: the first request to %s in this session (\"always\" allows %s for the rest of the session)", u, host, host),
+		Scope:  approval.ScopeHost, Subject: host})
 	if err != nil {
 		return fmt.Errorf("fetch %s: approval failed: %w", u, err)
 	}
