@@ -138,7 +138,7 @@ func (p *Provider) next(sessionID string) (Entry, error) {
 func serve(ctx context.Context, e Entry, yield func(llm.Chunk, error) bool) {
 	chunks := e.Chunks
 	if e.Kind == KindHang {
-		chunks = hangChunks
+		chunks = hangChunks()
 	}
 	for _, c := range chunks {
 		if ctx.Err() != nil {

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io/fs"
 	"os"
+	"sync"
 
 	"github.com/dsh-acp/dsh-acp/agent/llm"
 	"github.com/dsh-acp/dsh-acp/session"
@@ -44,11 +45,14 @@ type Entry struct {
 // served from, positionally.
 type Script []Entry
 
-// hangChunks are the two chunks a KindHang entry yields before blocking.
-var hangChunks = mustChunks(
-	`{"type":"block-start","index":0,"blockType":"text"}`,
-	`{"type":"text-delta","index":0,"text":"partial"}`,
-)
+// hangChunks returns the two chunks a KindHang entry yields before
+// blocking, decoded on first use (not at every process's start).
+var hangChunks = sync.OnceValue(func() []llm.Chunk {
+	return mustChunks(
+		`{"type":"block-start","index":0,"blockType":"text"}`,
+		`{"type":"text-delta","index":0,"text":"partial"}`,
+	)
+})
 
 func mustChunks(raws ...string) []llm.Chunk {
 	out := make([]llm.Chunk, len(raws))
