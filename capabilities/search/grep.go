@@ -115,15 +115,7 @@ func (g *Grep) Run(ctx context.Context, call *capabilities.Call) (capabilities.R
 	if a.Pattern == "" {
 		return capabilities.Result{}, fmt.Errorf("pattern must be a non-empty string")
 	}
-	budget, err := g.opts.budget(a.TimeoutMs)
-	if err != nil {
-		return capabilities.Result{}, err
-	}
-	rg, err := g.opts.rgPath()
-	if err != nil {
-		return capabilities.Result{}, err
-	}
-	scopes, err := g.opts.scopes(ctx, call, a.Path)
+	budget, rg, scopes, err := g.opts.prepare(ctx, call, a.TimeoutMs, a.Path)
 	if err != nil {
 		return capabilities.Result{}, err
 	}

@@ -130,6 +130,21 @@ func (o Options) rgPath() (string, error) {
 	return filepath.Abs(p)
 }
 
+// prepare is what both searches check and resolve before running: the
+// call's time budget, the ripgrep binary, and the scopes its path names.
+func (o Options) prepare(ctx context.Context, call *capabilities.Call, timeoutMs *float64, path string) (budget time.Duration, rg string, scopes []scope, err error) {
+	if budget, err = o.budget(timeoutMs); err != nil {
+		return 0, "", nil, err
+	}
+	if rg, err = o.rgPath(); err != nil {
+		return 0, "", nil, err
+	}
+	if scopes, err = o.scopes(ctx, call, path); err != nil {
+		return 0, "", nil, err
+	}
+	return budget, rg, scopes, nil
+}
+
 // budget is the call's time budget: timeoutMs if given (capped), else the
 // default.
 func (o Options) budget(ms *float64) (time.Duration, error) {
