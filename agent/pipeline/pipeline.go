@@ -26,6 +26,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"runtime/debug"
+	"slices"
 
 	"github.com/rs/zerolog"
 
@@ -241,33 +242,22 @@ type Pipeline struct {
 func New(log zerolog.Logger, members ...any) (*Pipeline, error) {
 	p := &Pipeline{log: log}
 	for _, m := range members {
-		joined := false
-		if v, ok := m.(PromptSubmitter); ok {
-			p.prompt, joined = append(p.prompt, v), true
-		}
-		if v, ok := m.(StepPreparer); ok {
-			p.step, joined = append(p.step, v), true
-		}
-		if v, ok := m.(ToolGate); ok {
-			p.gate, joined = append(p.gate, v), true
-		}
-		if v, ok := m.(ResultReviewer); ok {
-			p.review, joined = append(p.review, v), true
-		}
-		if v, ok := m.(Continuer); ok {
-			p.cont, joined = append(p.cont, v), true
-		}
-		if v, ok := m.(SessionStarter); ok {
-			p.starters, joined = append(p.starters, v), true
-		}
-		if v, ok := m.(SubagentWatcher); ok {
-			p.watchers, joined = append(p.watchers, v), true
-		}
-		if !joined {
+		joined := []bool{join(&p.prompt, m), join(&p.step, m), join(&p.gate, m), join(&p.review, m),
+			join(&p.cont, m), join(&p.starters, m), join(&p.watchers, m)}
+		if !slices.Contains(joined, true) {
 			return nil, fmt.Errorf("pipeline: member %s joins no chain", name(m))
 		}
 	}
 	return p, nil
+}
+
+// join appends m to chain when it implements the chain's interface.
+func join[T any](chain *[]T, m any) bool {
+	v, ok := m.(T)
+	if ok {
+		*chain = append(*chain, v)
+	}
+	return ok
 }
 
 // HasStarters reports whether any member runs at session start.
