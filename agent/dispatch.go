@@ -16,7 +16,7 @@ import (
 // member adds for it is appended after the step's results like any
 // other call's.
 func (s *Session) Dispatch(ctx context.Context, parentCallID, callID, name, arguments string) capabilities.Outcome {
-	turn, step := s.callRef(parentCallID)
+	turn, step := session.CallRef(s.log.Events(), parentCallID)
 	out, extra := s.execute(ctx, pipeline.Call{Turn: turn, Step: step, CallID: callID, Name: name, Arguments: arguments,
 		Args: capabilities.ParseArgs(arguments)})
 	if extra != nil && len(extra.Content) > 0 {
@@ -25,19 +25,4 @@ func (s *Session) Dispatch(ctx context.Context, parentCallID, callID, name, argu
 		s.mu.Unlock()
 	}
 	return out
-}
-
-// callRef finds the turn and step of a logged tool call.
-func (s *Session) callRef(callID string) (turn, step int) {
-	events := s.log.Events()
-	for i := len(events) - 1; i >= 0; i-- {
-		if events[i].Type != session.TypeToolCall {
-			continue
-		}
-		var tc session.ToolCall
-		if events[i].Decode(&tc) == nil && tc.CallID == callID {
-			return tc.Turn, tc.Step
-		}
-	}
-	return 0, 0
 }

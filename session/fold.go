@@ -36,3 +36,18 @@ func HasHeader(events []Event) bool {
 	}
 	return false
 }
+
+// CallRef returns the turn and step of the logged tool call callID (the
+// latest with that id), or 0, 0 when events have none.
+func CallRef(events []Event, callID string) (turn, step int) {
+	for i := len(events) - 1; i >= 0; i-- {
+		if events[i].Type != TypeToolCall {
+			continue
+		}
+		var tc ToolCall
+		if events[i].Decode(&tc) == nil && tc.CallID == callID {
+			return tc.Turn, tc.Step
+		}
+	}
+	return 0, 0
+}

@@ -48,7 +48,7 @@ func (c *Card) Child(call *capabilities.Call, childID string, e session.Event) {
 	st, ok := c.calls[call.CallID]
 	if !ok {
 		st = &cardState{status: map[string]int{}}
-		st.turn, st.step = callRef(call.Session.Log(), call.CallID)
+		st.turn, st.step = session.CallRef(call.Session.Log().Events(), call.CallID)
 		c.calls[call.CallID] = st
 	}
 	if !st.update(e) {
@@ -164,19 +164,4 @@ func tail(s string, n int) string {
 		return s
 	}
 	return "…" + string(r[len(r)-n:])
-}
-
-// callRef finds the turn and step of a call in the parent's log.
-func callRef(log *session.Log, callID string) (int, int) {
-	events := log.Events()
-	for i := len(events) - 1; i >= 0; i-- {
-		if events[i].Type != session.TypeToolCall {
-			continue
-		}
-		var tc session.ToolCall
-		if events[i].Decode(&tc) == nil && tc.CallID == callID {
-			return tc.Turn, tc.Step
-		}
-	}
-	return 0, 0
 }
