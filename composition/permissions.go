@@ -71,26 +71,36 @@ func (g *grantStore) Forget(project string) (int, error) {
 
 // write replaces the file atomically (temp file, rename).
 func (g *grantStore) write(f grantFile) error {
-	data, err := json.MarshalIndent(f, "", "  ")
+	if err := writeJSONFile(g.path, ".permissions-*.tmp", f); err != nil {
+		return fmt.Errorf("remember permissions: %w", err)
+	}
+	return nil
+}
+
+// writeJSONFile replaces path with v as indented JSON, atomically: a temp
+// file (named by pattern) in the same directory, renamed over path; the
+// directory is created (0700) when missing.
+func writeJSONFile(path, pattern string, v any) error {
+	data, err := json.MarshalIndent(v, "", "  ")
 	if err != nil {
 		return err
 	}
-	if err := os.MkdirAll(filepath.Dir(g.path), 0o700); err != nil {
-		return fmt.Errorf("remember permissions: %w", err)
+	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
+		return err
 	}
-	tmp, err := os.CreateTemp(filepath.Dir(g.path), ".permissions-*.tmp")
+	tmp, err := os.CreateTemp(filepath.Dir(path), pattern)
 	if err != nil {
-		return fmt.Errorf("remember permissions: %w", err)
+		return err
 	}
 	_, werr := tmp.Write(append(data, '\n'))
 	cerr := tmp.Close()
 	if err := errors.Join(werr, cerr); err != nil {
 		_ = os.Remove(tmp.Name())
-		return fmt.Errorf("remember permissions: %w", err)
+		return err
 	}
-	if err := os.Rename(tmp.Name(), g.path); err != nil {
+	if err := os.Rename(tmp.Name(), path); err != nil {
 		_ = os.Remove(tmp.Name())
-		return fmt.Errorf("remember permissions: %w", err)
+		return err
 	}
 	return nil
 }

@@ -5,7 +5,6 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -293,25 +292,7 @@ func (c *consentStore) remember(project, hash string) error {
 	defer c.mu.Unlock()
 	f := c.read()
 	f.Projects[project] = hash
-	data, err := json.MarshalIndent(f, "", "  ")
-	if err != nil {
-		return err
-	}
-	if err := os.MkdirAll(filepath.Dir(c.path), 0o700); err != nil {
-		return fmt.Errorf("remember hook consent: %w", err)
-	}
-	tmp, err := os.CreateTemp(filepath.Dir(c.path), ".hook-consent-*.tmp")
-	if err != nil {
-		return fmt.Errorf("remember hook consent: %w", err)
-	}
-	_, werr := tmp.Write(append(data, '\n'))
-	cerr := tmp.Close()
-	if err := errors.Join(werr, cerr); err != nil {
-		_ = os.Remove(tmp.Name())
-		return fmt.Errorf("remember hook consent: %w", err)
-	}
-	if err := os.Rename(tmp.Name(), c.path); err != nil {
-		_ = os.Remove(tmp.Name())
+	if err := writeJSONFile(c.path, ".hook-consent-*.tmp", f); err != nil {
 		return fmt.Errorf("remember hook consent: %w", err)
 	}
 	return nil
