@@ -78,9 +78,6 @@ func (e *ClientError) Error() string {
 // the connection's end. Inbound messages reach the inboundHandler it was
 // opened with.
 type conn interface {
-	// Call sends an agent→client request with pre-encoded params and
-	// decodes the result into result.
-	Call(ctx context.Context, method string, params json.RawMessage, result any) error
 	// Send writes an agent→client request before it returns and gives
 	// back the wait for its result: a request whose place among the
 	// frames matters, but whose answer need not hold up the sender.
@@ -127,10 +124,6 @@ func (f handlerFunc) Handle(ctx context.Context, _ *jsonrpc2.Conn, req *jsonrpc2
 
 // rpcConn is conn over a jsonrpc2.Conn.
 type rpcConn struct{ c *jsonrpc2.Conn }
-
-func (r *rpcConn) Call(ctx context.Context, method string, params json.RawMessage, result any) error {
-	return callError(method, r.c.Call(ctx, method, params, result))
-}
 
 func (r *rpcConn) Send(ctx context.Context, method string, params json.RawMessage) (func(context.Context, any) error, error) {
 	w, err := r.c.DispatchCall(ctx, method, params)

@@ -147,18 +147,42 @@ func (s *Server) requestPermission(ctx context.Context, params RequestPermission
 
 // call sends an agent→client request and decodes its result.
 func (s *Server) call(ctx context.Context, method string, params, result any) error {
-	raw, err := marshal(params)
+	wait, err := s.send(ctx, method, params)
 	if err != nil {
 		return err
+	}
+	return wait(ctx, result)
+}
+
+// send writes an agent→client request now and returns the wait for its
+// result (see conn.Send). A closed connection, met by either, marks the
+// bridge disconnected.
+func (s *Server) send(ctx context.Context, method string, params any) (func(context.Context, any) error, error) {
+	raw, err := marshal(params)
+	if err != nil {
+		return nil, err
 	}
 	select {
 	case <-s.connReady:
 	case <-ctx.Done():
-		return ctx.Err()
+		return nil, ctx.Err()
 	}
-	err = s.conn.Call(ctx, method, raw, result)
+	wait, err := s.conn.Send(ctx, method, raw)
+	if err != nil {
+		s.noteClosed(err)
+		return nil, err
+	}
+	return func(ctx context.Context, result any) error {
+		err := wait(ctx, result)
+		s.noteClosed(err)
+		return err
+	}, nil
+}
+
+// noteClosed marks the bridge disconnected when err says the connection
+// is closed.
+func (s *Server) noteClosed(err error) {
 	if errors.Is(err, ErrConnClosed) {
 		s.disconnected()
 	}
-	return err
 }

@@ -143,7 +143,10 @@ func TestLineStreamAgentRequests(t *testing.T) {
 	results := make(chan callResult, 2)
 	call := func(method string, params any) {
 		var v json.RawMessage
-		err := conn.Call(context.Background(), method, jsonx.MustMarshal(params), &v)
+		wait, err := conn.Send(context.Background(), method, jsonx.MustMarshal(params))
+		if err == nil {
+			err = wait(context.Background(), &v)
+		}
 		results <- callResult{v, err}
 	}
 	go call("session/request_permission", perm)

@@ -195,25 +195,6 @@ func (t *clientTerminal) Release(ctx context.Context) error {
 // releaseWait bounds the background wait for a terminal/release answer.
 const releaseWait = 30 * time.Second
 
-// send writes an agent→client request now and returns the wait for its
-// result (see conn.Send).
-func (s *Server) send(ctx context.Context, method string, params any) (func(context.Context, any) error, error) {
-	raw, err := marshal(params)
-	if err != nil {
-		return nil, err
-	}
-	select {
-	case <-s.connReady:
-	case <-ctx.Done():
-		return nil, ctx.Err()
-	}
-	wait, err := s.conn.Send(ctx, method, raw)
-	if errors.Is(err, ErrConnClosed) {
-		s.disconnected()
-	}
-	return wait, err
-}
-
 func (e TerminalExitStatus) status() capabilities.ExitStatus {
 	st := capabilities.ExitStatus{Code: e.ExitCode}
 	if e.Signal != nil {
