@@ -87,14 +87,17 @@ func (s *LineStream) readLine() (inLine, error) {
 func (s *LineStream) oversized(ln inLine) []byte {
 	head := trimLine(ln.head)
 	env, _, _ := scanEnvelope(head)
+	// The head of a discarded line need not be JSON at all, so the id it
+	// seems to carry is checked before it is echoed.
+	idOK := env.id != nil && json.Valid(env.id) && validID(env.id)
 	id := json.RawMessage("null")
-	if env.id != nil && validID(env.id) {
+	if idOK {
 		id = env.id
 	}
 	why := fmt.Sprintf("message too large: a line of %d bytes exceeds the %s limit (%d bytes); it was discarded", ln.size, formatSize(s.maxLine), s.maxLine)
 	s.log.Warn().Int("bytes", ln.size).Int("limit", s.maxLine).Str("head", clip(head)).Msg("discarded oversized inbound line")
 	response := env.result != nil || env.error != nil || env.cut == "result" || env.cut == "error"
-	if env.method == nil && env.cut != "method" && response && env.id != nil && validID(env.id) {
+	if env.method == nil && env.cut != "method" && response && idOK {
 		// Fail the pending call the response was for.
 		e := jsonx.MustMarshal(Error{Code: CodeInvalidRequest, Message: "Invalid Request: response " + why})
 		return []byte(`{"jsonrpc":"2.0","id":` + string(env.id) + `,"error":` + string(e) + `}`)
