@@ -44,18 +44,24 @@ lint:
 tools:
 	GOFLAGS= $(GO) install honnef.co/go/tools/cmd/staticcheck@$(STATICCHECK_VERSION)
 
-## fuzz: every fuzz target for FUZZTIME each (go test already runs their
-## seed corpora; this explores beyond them). A crash found is written to the
-## target's testdata/fuzz and becomes a seed.
-FUZZTIME ?= 10s
-FUZZ_TARGETS := ./acp:FuzzLineStream ./acp:FuzzEnvelope ./acp:FuzzHandlers \
-	./agent/llm/deepseek:FuzzFastPayload ./agent/llm/deepseek:FuzzSSE \
-	./session/jsonl:FuzzLoad ./snapshots:FuzzScenarioLoad ./snapshots:FuzzNormalize
+## fuzz: every fuzz target for a budget of executions each, about 10 s of
+## exploration on the 2-core CI machine (go test already runs their seed
+## corpora; this explores beyond them). A crash found is written to the
+## target's testdata/fuzz and becomes a seed. The budgets are counts, not
+## durations: with go1.26 a duration (-fuzztime 10s) can fail a clean run
+## with "context deadline exceeded" when the deadline races a worker
+## (golang/go#75804, fixed in Go 1.27). FUZZTIME=30s overrides every budget
+## for a longer local run.
+FUZZTIME ?=
+FUZZ_TARGETS := ./acp:FuzzLineStream:20000x ./acp:FuzzEnvelope:20000x ./acp:FuzzHandlers:15000x \
+	./agent/llm/deepseek:FuzzFastPayload:100000x ./agent/llm/deepseek:FuzzSSE:25000x \
+	./session/jsonl:FuzzLoad:7000x ./snapshots:FuzzScenarioLoad:20000x ./snapshots:FuzzNormalize:20000x
 fuzz:
 	@set -e; for t in $(FUZZ_TARGETS); do \
-		pkg=$${t%%:*}; name=$${t##*:}; \
-		echo "fuzz $$pkg $$name ($(FUZZTIME))"; \
-		$(GO) test -run '^$$' -fuzz "^$$name$$" -fuzztime $(FUZZTIME) $$pkg; \
+		pkg=$${t%%:*}; rest=$${t#*:}; name=$${rest%%:*}; budget=$${rest#*:}; \
+		budget=$${FUZZTIME:-$$budget}; \
+		echo "fuzz $$pkg $$name ($$budget)"; \
+		$(GO) test -run '^$$' -fuzz "^$$name$$" -fuzztime $$budget $$pkg; \
 	done
 
 ## demo: a keyless replay of a recorded session, shown as a transcript.
