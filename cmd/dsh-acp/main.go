@@ -278,6 +278,9 @@ func serve(ctx context.Context, o *options, stdin io.Reader, stdout io.Writer, l
 	if root, err = filepath.Abs(root); err != nil {
 		return err
 	}
+	if err := privateDir(root, log); err != nil {
+		return err
+	}
 	store, err := openStore(user.Store, root)
 	if err != nil {
 		return err
