@@ -66,6 +66,9 @@ type NetworkConfig struct {
 	HeaderTimeoutSec float64 `json:"headerTimeoutSec,omitempty"`
 	// IdleTimeoutSec bounds the silence between streamed chunks (default 90).
 	IdleTimeoutSec float64 `json:"idleTimeoutSec,omitempty"`
+	// DataIdleTimeoutSec bounds, once the answer began streaming, the wait
+	// for its next data; keep-alive comments do not count (default 120).
+	DataIdleTimeoutSec float64 `json:"dataIdleTimeoutSec,omitempty"`
 	// MaxRetries is how often a failed call is retried before any output
 	// (default 4; negative: never).
 	MaxRetries int `json:"maxRetries,omitempty"`
@@ -81,6 +84,9 @@ func (n NetworkConfig) HeaderTimeout() time.Duration { return seconds(n.HeaderTi
 
 // IdleTimeout is IdleTimeoutSec as a duration (0: the default).
 func (n NetworkConfig) IdleTimeout() time.Duration { return seconds(n.IdleTimeoutSec) }
+
+// DataIdleTimeout is DataIdleTimeoutSec as a duration (0: the default).
+func (n NetworkConfig) DataIdleTimeout() time.Duration { return seconds(n.DataIdleTimeoutSec) }
 
 // RetryBudget is RetryBudgetSec as a duration (0: the default).
 func (n NetworkConfig) RetryBudget() time.Duration { return seconds(n.RetryBudgetSec) }

@@ -336,7 +336,8 @@ func newProvider(o *options, user composition.UserConfig, comp composition.Compo
 	}
 	return deepseek.New(deepseek.Config{BaseURL: base, APIKey: key, Version: version, APIKeyEnv: keyEnv,
 		ConnectTimeout: user.Network.ConnectTimeout(), HeaderTimeout: user.Network.HeaderTimeout(), IdleTimeout: user.Network.IdleTimeout(),
-		MaxRetries: user.Network.MaxRetries, RetryBudget: user.Network.RetryBudget(),
+		DataIdleTimeout: user.Network.DataIdleTimeout(),
+		MaxRetries:      user.Network.MaxRetries, RetryBudget: user.Network.RetryBudget(),
 		OnRetry: func(ctx context.Context, r deepseek.Retry) {
 			log.Warn().Int("attempt", r.Attempt).Dur("delay", r.Delay).Str("reason", r.Reason).Msg("model call retried")
 			llm.Notice(ctx, r.String())
