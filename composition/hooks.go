@@ -46,7 +46,7 @@ func (c Composition) members(o ServerOptions, approvals *approval.Service) membe
 			ms = append(ms, bridges(s)...)
 		}
 		if c.Instructions {
-			ms = append(ms, &instructions.Nested{})
+			ms = append(ms, &instructions.Nested{Confined: confinedFiles})
 		}
 		if !c.Upstream {
 			ms = append(ms, mcpSettle{})
