@@ -67,6 +67,7 @@ func (c Composition) NewServer(o ServerOptions) *acp.Server {
 	var (
 		catalog *modelCatalog
 		grants  *grantStore
+		consent *consentStore
 	)
 	commands := c.Commands()
 	if !c.Upstream {
@@ -74,8 +75,11 @@ func (c Composition) NewServer(o ServerOptions) *acp.Server {
 		catalog = newModelCatalog(o.Models, o.ListModels, func(err error) {
 			o.Log.Warn().Err(err).Msg("the Model menu offers only the configured model")
 		})
-		grants = &grantStore{path: filepath.Join(stateDir(getenv), "permissions.json")}
-		commands = append(commands, c.editorCommands(catalog, grants, &consentStore{path: filepath.Join(stateDir(getenv), "hook-consent.json")})...)
+		// Loaded now, before any command runs: what changes in them later
+		// behind this process's back is not honoured (trustedFile).
+		grants = newGrantStore(filepath.Join(stateDir(getenv), "permissions.json"), o.Log)
+		consent = newConsentStore(filepath.Join(stateDir(getenv), "hook-consent.json"), o.Log)
+		commands = append(commands, c.editorCommands(catalog, grants, consent)...)
 	}
 	rt := agent.NewRuntime(agent.Config{
 		Model:    c.Model,
@@ -104,7 +108,7 @@ func (c Composition) NewServer(o ServerOptions) *acp.Server {
 		NoticeDroppedCalls: c.Hygiene,
 		Compaction:         c.compaction(),
 		MaxToolArgBytes:    o.Limits.MaxToolArgBytes,
-		Members:            c.members(o, approvals),
+		Members:            c.members(o, approvals, consent),
 	})
 	var (
 		models      func(context.Context) []acp.ModelChoice
