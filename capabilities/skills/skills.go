@@ -107,6 +107,9 @@ func (o Options) Load(dirs ...string) *Catalogue {
 		root := ""
 		if o.Root != "" && beneath(filepath.Clean(dir), filepath.Clean(o.Root)) {
 			root = filepath.Clean(o.Root)
+			if !resolvesBeneath(dir, root) {
+				continue // a link out: not even the folder names are listed
+			}
 		}
 		entries, err := os.ReadDir(dir)
 		if err != nil {
@@ -181,6 +184,17 @@ func (c *Catalogue) parseFile(root, path string) (Skill, string, error) {
 	}
 	s.Path, s.Dir, s.Root = path, filepath.Dir(path), root
 	return s, body, nil
+}
+
+// resolvesBeneath reports whether dir, symbolic links resolved, lies
+// beneath root (resolved too); a missing dir does not.
+func resolvesBeneath(dir, root string) bool {
+	d, err := filepath.EvalSymlinks(dir)
+	if err != nil {
+		return false
+	}
+	r, err := filepath.EvalSymlinks(root)
+	return err == nil && beneath(d, r)
 }
 
 // beneath reports whether the clean path p is root or lies below it.
