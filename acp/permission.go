@@ -86,7 +86,7 @@ func (s *Server) Answer(ctx context.Context, sessionID string, req approval.Requ
 		if s.opts.Grants != nil {
 			project = ls.s.Log().Header().Cwd
 			var name string
-			if scope, name = projectScope(req, params.ToolCall.Title); scope != "" {
+			if scope, name = projectScope(req); scope != "" {
 				if s.opts.Grants.Granted(project, scope) {
 					return approval.AllowedOnce, true, nil
 				}

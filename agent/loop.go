@@ -360,7 +360,8 @@ func (s *Session) askTool(ctx context.Context, c pipeline.Call, reason string) c
 		}
 		return errorText(reason)
 	}
-	o, err := s.rt.cfg.Approval.Request(ctx, s.log, approval.Request{ToolName: c.Name, CallID: c.CallID, Reason: reason})
+	o, err := s.rt.cfg.Approval.Request(ctx, s.log, approval.Request{ToolName: c.Name, CallID: c.CallID, Reason: reason,
+		Action: c.Name + " " + string(c.Args)})
 	if err != nil {
 		return errorText(err.Error())
 	}
