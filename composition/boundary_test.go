@@ -291,3 +291,129 @@ func TestRunCodeIsNotCallableInNativeMode(t *testing.T) {
 		assert.NotContains(t, toolNames(r), "run_code", "not offered either")
 	}
 }
+
+// TestChildRunsTheParentsHooks: a child agent runs under the hooks its
+// parent had when it was spawned, with the parent's consent to the
+// project's hooks: a project's PreToolUse hook that blocks bash, allowed
+// once in the parent, blocks the child's bash too, and the user is not
+// asked again.
+func TestChildRunsTheParentsHooks(t *testing.T) {
+	root, ws := t.TempDir(), t.TempDir()
+	writeProjectFile(t, filepath.Join(ws, ".claude", "settings.json"),
+		`{"hooks":{"PreToolUse":[{"matcher":"bash","hooks":[{"type":"command","command":"echo no shell here >&2; exit 2"}]}]}}`)
+	p := newProvider()
+	var mu sync.Mutex
+	var asked []string
+	answer := func(method string, params json.RawMessage) any {
+		if method != "session/request_permission" {
+			return nil
+		}
+		mu.Lock()
+		asked = append(asked, string(params))
+		mu.Unlock()
+		return map[string]any{"outcome": map[string]any{"outcome": "selected", "optionId": "allow-once"}}
+	}
+	srv := serve(t, "default", openStore(t, root), ws, p, map[string]any{}, answer)
+	sid := srv.newSession(t, ws).SessionID
+	p.script("go", toolCall{"bash", `{"command":"echo p > parent.txt","description":"p"}`},
+		toolCall{"subagent", `{"description":"do it","prompt":"hooked child"}`})
+	p.script("hooked child", toolCall{"bash", `{"command":"echo c > child.txt","description":"c"}`})
+	stop, _ := srv.prompt(t, sid, "go")
+	require.Equal(t, "end_turn", stop)
+	assert.NoFileExists(t, filepath.Join(ws, "parent.txt"), "the hook blocks the parent's bash")
+	assert.NoFileExists(t, filepath.Join(ws, "child.txt"), "the parent's hook blocks the child's bash")
+	mu.Lock()
+	defer mu.Unlock()
+	require.Len(t, asked, 1, "the project's hooks are asked about once, in the parent")
+	assert.Contains(t, asked[0], "Run this project's hooks?")
+}
+
+func writeProjectFile(t *testing.T, path, content string) {
+	t.Helper()
+	require.NoError(t, os.MkdirAll(filepath.Dir(path), 0o755))
+	require.NoError(t, os.WriteFile(path, []byte(content), 0o644))
+}
+
+// nestingWorkflow is a workflow call that starts six children, each of
+// which (prompted "nest") makes the same call: without ceilings, 6 + 36 +
+// 216 agents down to the depth limit.
+func nestingWorkflow() toolCall {
+	js := `const r = await parallel([1, 2, 3, 4, 5, 6].map(() => () => agent("nest"))); return String(r.length)`
+	return toolCall{"workflow", `{"meta":{"name":"fan","description":"fan out"},"script":` + lit(js) + `}`}
+}
+
+// childLogs counts the child sessions in a jsonl store.
+func childLogs(t *testing.T, root, _ string) int {
+	t.Helper()
+	files, err := filepath.Glob(filepath.Join(root, "*", "*.jsonl"))
+	require.NoError(t, err)
+	return len(files) - 1
+}
+
+// anyResultSays reports whether some model request of any agent carried
+// text (in a message or a tool result).
+func anyResultSays(t *testing.T, p *scriptedProvider, text string) bool {
+	for _, r := range p.requests() {
+		for _, m := range r.Messages {
+			for _, b := range m.Content {
+				if strings.Contains(b.Text, text) {
+					return true
+				}
+				for _, c := range b.Content {
+					if strings.Contains(c.Text, text) {
+						return true
+					}
+				}
+			}
+		}
+	}
+	return false
+}
+
+// TestDelegationCeilingsHoldAcrossNestedWorkflows: a workflow whose
+// children run the same workflow cannot multiply the session's ceilings:
+// each one holds for the whole session tree, and the model is told which
+// one stopped it.
+func TestDelegationCeilingsHoldAcrossNestedWorkflows(t *testing.T) {
+	cases := []struct {
+		name   string
+		limits composition.DelegationConfig
+		key    string
+		check  func(t *testing.T, children, calls int)
+	}{
+		{name: "children per turn", limits: composition.DelegationConfig{MaxChildrenPerTurn: 10}, key: "delegation.maxChildrenPerTurn",
+			check: func(t *testing.T, children, _ int) { assert.LessOrEqual(t, children, 10) }},
+		{name: "live children", limits: composition.DelegationConfig{MaxLiveChildren: 1}, key: "delegation.maxLiveChildren",
+			check: func(t *testing.T, children, _ int) {
+				assert.Equal(t, 6, children, "no child could start one of its own")
+			}},
+		{name: "model calls per turn", limits: composition.DelegationConfig{MaxModelCallsPerTurn: 8}, key: "delegation.maxModelCallsPerTurn",
+			check: func(t *testing.T, _, calls int) {
+				assert.LessOrEqual(t, calls, 8+1, "the tree's calls, and the session's answer")
+			}},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			root, ws := t.TempDir(), t.TempDir()
+			p := newProvider()
+			p.script("go", nestingWorkflow())
+			p.script("nest", nestingWorkflow())
+			srv := serveWith(t, "default", openStore(t, root), ws, p, map[string]any{}, nil, func(o *composition.ServerOptions) {
+				o.Delegation = c.limits
+			})
+			sid := srv.newSession(t, ws).SessionID
+			stop, _ := srv.prompt(t, sid, "go")
+			require.Equal(t, "end_turn", stop)
+			children := childLogs(t, root, sid)
+			c.check(t, children, len(p.requests()))
+			assert.True(t, anyResultSays(t, p, c.key), "a model is told which ceiling stopped it")
+
+			if c.name == "children per turn" {
+				// The count is per turn: the next one may delegate again.
+				stop, _ = srv.prompt(t, sid, "go")
+				require.Equal(t, "end_turn", stop)
+				assert.Greater(t, childLogs(t, root, sid), children)
+			}
+		})
+	}
+}
