@@ -417,3 +417,44 @@ func TestDelegationCeilingsHoldAcrossNestedWorkflows(t *testing.T) {
 		})
 	}
 }
+
+// TestStructuredChildKeepsTheComposition: a workflow child given an
+// output schema (whose registry gets structured_output on top) still gets
+// the project's instructions in its prompt and its tool results still go
+// through the spill step.
+func TestStructuredChildKeepsTheComposition(t *testing.T) {
+	root, ws := t.TempDir(), t.TempDir()
+	writeProjectFile(t, filepath.Join(ws, "AGENTS.md"), "PROJECT RULE 23: run make check before answering.\n")
+	p := newProvider()
+	js := `return await agent("structured child", {schema: {type: "object", properties: {a: {type: "string"}}}})`
+	p.script("go", toolCall{"workflow", `{"meta":{"name":"s","description":"structured"},"script":` + lit(js) + `}`})
+	p.script("structured child", toolCall{"bash", `{"command":"head -c 300000 /dev/zero | tr '\\0' x","description":"big"}`})
+	srv := serve(t, "default", openStore(t, root), ws, p, map[string]any{}, nil)
+	sid := srv.newSession(t, ws).SessionID
+	stop, _ := srv.prompt(t, sid, "go")
+	require.Equal(t, "end_turn", stop)
+	var seen, spilled bool
+	for _, r := range p.requests() {
+		if r.SessionID == sid {
+			continue
+		}
+		if pr, _ := position(r); pr != "structured child" {
+			continue
+		}
+		seen = true
+		assert.Contains(t, r.System, "PROJECT RULE 23", "the child's prompt has the project's instructions")
+		assert.Contains(t, toolNames(r), "structured_output")
+		for _, m := range r.Messages {
+			for _, b := range m.Content {
+				for _, c := range b.Content {
+					if strings.Contains(c.Text, "xxxx") {
+						spilled = true
+						assert.Less(t, len(c.Text), 64<<10, "the child's big result is bounded (spilled)")
+					}
+				}
+			}
+		}
+	}
+	require.True(t, seen, "the structured child ran")
+	assert.True(t, spilled, "the child's model got its result")
+}
