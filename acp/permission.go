@@ -94,7 +94,7 @@ func (s *Server) Answer(ctx context.Context, sessionID string, req approval.Requ
 			name = alwaysName(req)
 		}
 		if child {
-			name += " (this subagent only)"
+			name = forSubagent(name)
 		}
 		params.Options = append(params.Options, PermissionOption{OptionID: optionAllowAlways, Name: name, Kind: AllowAlways})
 	}
@@ -140,6 +140,17 @@ func (s *Server) Answer(ctx context.Context, sessionID string, req approval.Requ
 		return approval.AllowedOnce, true, nil
 	}
 	return approval.Rejected, true, nil
+}
+
+// forSubagent names an "always" option of a child agent's request: it
+// widens that child only, never the session it works for.
+func forSubagent(name string) string {
+	r := strings.NewReplacer("in this session", "for this subagent", "keep this session at", "keep this subagent at",
+		"switches the sandbox", "switches its sandbox")
+	if out := r.Replace(name); out != name {
+		return out
+	}
+	return name + " (this subagent only)"
 }
 
 // childRouter finds the top-level session a live child agent works for
