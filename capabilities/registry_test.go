@@ -82,7 +82,7 @@ func TestWithCarriesTheWholeComposition(t *testing.T) {
 	dir := filepath.Join(t.TempDir(), "spill")
 	base := capabilities.NewRegistry(big{lines: 5000}, sleeper{}).
 		WithSpill(capabilities.Spill{Cap: 4096, Dir: func(capabilities.Env) string { return dir }}).
-		WithTimeouts(capabilities.Timeouts{Default: 100 * time.Millisecond}).
+		WithTimeouts(capabilities.Timeouts{PerTool: map[string]time.Duration{"sleep": 100 * time.Millisecond}}).
 		WithSections(capabilities.Section{Name: "project:instructions", Order: 120, Text: "AGENTS.md says: run make check"})
 	src := &source{}
 	src.set(rawTool{name: "mcp__s__go", schema: mustRaw(t, `{"type":"object"}`)})
