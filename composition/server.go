@@ -37,6 +37,9 @@ type ServerOptions struct {
 	MaxSteps int
 	// Limits bounds the editor's input (zero fields: the defaults).
 	Limits LimitsConfig
+	// Delegation bounds each session's child agents (zero fields: the
+	// defaults; upstream compositions have no ceilings).
+	Delegation DelegationConfig
 	// Auth is the API key variable to advertise as an env_var auth
 	// method (nil: none; upstream compositions never advertise one).
 	Auth *acp.EnvAuth
@@ -101,6 +104,7 @@ func (c Composition) NewServer(o ServerOptions) *acp.Server {
 		ToolModeKnob: !c.Upstream && c.Has(FamilyRunCode) && c.ToolMode == "",
 		// A model that keeps delegating stops three levels down.
 		MaxChildDepth: maxChildDepth(c),
+		Delegation:    c.delegation(o.Delegation),
 		MaxSteps:      o.MaxSteps,
 
 		ParallelTools:      c.ParallelTools,
@@ -131,6 +135,7 @@ func (c Composition) NewServer(o ServerOptions) *acp.Server {
 		ContextWindow:       c.ContextWindow,
 		OfferAllowAlways:    !c.Upstream,
 		DetailedPermissions: !c.Upstream,
+		ChildApprovals:      !c.Upstream,
 		EditorCards:         !c.Upstream,
 		PromptContext:       !c.Upstream,
 		Images:              !c.Upstream && acceptsImages(o.Models, c.Model),
@@ -154,6 +159,15 @@ func (c Composition) NewServer(o ServerOptions) *acp.Server {
 		approvals.AddAnswerer(srv)
 	}
 	return srv
+}
+
+// delegation is the composition's delegation ceilings: none upstream
+// (its contract has none), d with the defaults otherwise.
+func (c Composition) delegation(d DelegationConfig) agent.Delegation {
+	if c.Upstream {
+		return agent.Delegation{}
+	}
+	return d.limits()
 }
 
 // getenv is Getenv, else os.Getenv.

@@ -154,11 +154,21 @@ func (c Composition) defaultMembers(o ServerOptions, approvals *approval.Service
 			if consent != nil {
 				b.Consent = consent
 			}
-			ms = append(ms, b)
+			ms = append(ms, inheritedBridge{b})
 		}
 		return ms
 	}
 }
+
+// inheritedBridge is a session's hook bridge, which its child agents
+// take over (agent.Inheritable): a child runs the hooks its parent had
+// when it was spawned, under the parent's project consent (a project's
+// hooks the user allowed keep running, and guarding, in the child),
+// whatever the project's files say by then.
+type inheritedBridge struct{ *hooks.Bridge }
+
+// Inherit implements agent.Inheritable.
+func (b inheritedBridge) Inherit(pipeline.Session) any { return b }
 
 // hookNotice tells the user, at the session's first prompt, which hook
 // configuration was rejected (a visible message in the editor).

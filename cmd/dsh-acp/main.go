@@ -296,7 +296,7 @@ func serve(ctx context.Context, o *options, stdin io.Reader, stdout io.Writer, l
 		return err
 	}
 	srv := comp.NewServer(composition.ServerOptions{Provider: provider, Store: store, Log: log, Version: version, LaunchDir: cwd, Confiner: confiner,
-		MaxSteps: user.MaxSteps, Limits: user.Limits, Models: user.Models, ListModels: modelLister(o, user, getenv),
+		MaxSteps: user.MaxSteps, Limits: user.Limits, Delegation: user.Delegation, Models: user.Models, ListModels: modelLister(o, user, getenv),
 		Auth: envAuth(o, user, getenv)})
 	log.Info().Str("composition", comp.Name).Str("sessions", root).Msg("serving ACP on stdio")
 	return srv.Serve(ctx, stdin, stdout)
