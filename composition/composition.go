@@ -361,8 +361,8 @@ func (c Composition) bashOptions(env capabilities.Env, deps Deps) bash.Options {
 	o.Sandbox = &bash.Sandboxing{
 		Contain:         contain,
 		RememberNetwork: rememberNetwork,
-		Confiner: confiner,
-		Approver: deps.Approver,
+		Confiner:        confiner,
+		Approver:        deps.Approver,
 		// Editor users get one /tmp per session on every backend;
 		// upstream keeps each backend's own /tmp, as recorded.
 		SessionTmp: !c.Upstream,
