@@ -216,7 +216,9 @@ type crossHost struct {
 	err error
 }
 
-func (c *crossHost) Error() string { return "redirect to " + c.to.String() + " refused: " + c.err.Error() }
+func (c *crossHost) Error() string {
+	return "redirect to " + c.to.String() + " refused: " + c.err.Error()
+}
 
 // guardedTransport is a fresh copy of the client's transport for one
 // fetch, to get the fetch's dialer: no proxy (it would dial for us,

@@ -81,7 +81,6 @@ func (d *decider) asked() []string {
 	return append([]string(nil), d.reasons...)
 }
 
-
 // A loopback destination asks, saying what it is; refused, or with nobody
 // to ask, no connection is opened; allowed, it is fetched.
 func TestLoopbackAsksAndRefusedOpensNothing(t *testing.T) {

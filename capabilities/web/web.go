@@ -98,5 +98,3 @@ func New(o Options) []capabilities.Tool {
 	}
 	return tools
 }
-
-
