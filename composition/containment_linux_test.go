@@ -212,10 +212,12 @@ func TestContainedNetwork(t *testing.T) {
 			assert.Equal(t, "off", l.srv.setConfig(t, sid, "network", "off").values()["network"])
 			l.call(t, sid, "background", "bash", map[string]any{"command": curl, "description": "send", "run_in_background": true})
 			deadline := time.Now().Add(8 * time.Second)
-			for time.Now().Before(deadline) && !strings.Contains(l.taskOutput(t, sid), "status") {
-				time.Sleep(20 * time.Millisecond)
+			settled := ""
+			for time.Now().Before(deadline) && settled == "" {
+				settled = l.taskOutput(t, sid)
 			}
 			assert.Equal(t, int64(3), s.conns.Load(), "a background task reached the listener")
+			assert.Contains(t, settled, sandbox.NetMarker(sandbox.WorkspaceWrite), "the settled task says why")
 		})
 	}
 }

@@ -259,7 +259,7 @@ func (t *Tool) Run(ctx context.Context, call *capabilities.Call) (capabilities.R
 		}
 	}
 	if a.background() {
-		task := startBackground(ctx, sp)
+		task := startBackground(ctx, sp, conf)
 		id := t.opts.Tasks.Register(taskKind, owner(call), taskLabel(a.Command), task)
 		return capabilities.TextResult("started background task " + id), nil
 	}
