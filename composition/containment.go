@@ -120,9 +120,14 @@ func (k *contained) expand(p string) string {
 	return filepath.Join(k.home, p)
 }
 
-// protected lists the existing protected paths beneath each root. A
-// repository's missing .git/hooks is created first (as git init does), so
-// that it is protected too.
+// protected lists the protected paths beneath each root that exist. A
+// pattern that matches nothing protects its nearest existing directory
+// beneath the root instead (a missing .vscode/settings.json protects
+// .vscode, where a command could otherwise create it); a missing entry of
+// the root itself (.envrc, .zed) cannot be protected by a mount without
+// leaving one behind (docs/security.md). A repository's missing
+// .git/hooks is created first (as git init does), so that it is
+// protected too.
 func (k *contained) protected(roots []string) []string {
 	var out []string
 	for _, r := range roots {
@@ -131,7 +136,19 @@ func (k *contained) protected(roots []string) []string {
 		}
 		for _, p := range k.patterns() {
 			ms, _ := filepath.Glob(filepath.Join(r, p.pattern))
-			out = append(out, ms...)
+			if len(ms) == 0 {
+				for d := filepath.Dir(filepath.Join(r, p.pattern)); within(d, r) && d != r; d = filepath.Dir(d) {
+					if fi, err := os.Stat(d); err == nil && fi.IsDir() {
+						ms = []string{d}
+						break
+					}
+				}
+			}
+			for _, m := range ms {
+				if !slices.Contains(out, m) {
+					out = append(out, m)
+				}
+			}
 		}
 	}
 	return out

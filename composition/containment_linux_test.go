@@ -318,3 +318,19 @@ func TestContainedNetworkInTheEditorsTerminal(t *testing.T) {
 	assert.Zero(t, sk.conns.Load())
 	assert.Contains(t, lastResult(t, store, sid).text(), sandbox.NetMarker(sandbox.WorkspaceWrite))
 }
+
+// A protected file that does not exist yet cannot be created by a confined
+// command when its directory exists (.vscode without settings.json), nor
+// can a missing .git/hooks.
+func TestContainedMissingProtectedFiles(t *testing.T) {
+	l := newContainLab(t, &sandbox.Bwrap{}, false)
+	require.NoError(t, os.Mkdir(filepath.Join(l.ws, ".vscode"), 0o755))
+	require.NoError(t, os.RemoveAll(filepath.Join(l.ws, ".git", "hooks")))
+	sid := l.srv.newSession(t, l.ws).SessionID
+	settings := filepath.Join(l.ws, ".vscode", "settings.json")
+	hook := filepath.Join(l.ws, ".git", "hooks", "pre-commit")
+	l.call(t, sid, "plant", "bash", map[string]any{"command": "echo '{}' > " + settings + "; mkdir -p .git/hooks; echo x > " + hook,
+		"description": "plant"})
+	assert.False(t, exists(settings), "bash created .vscode/settings.json")
+	assert.False(t, exists(hook), "bash created a git hook")
+}
