@@ -88,6 +88,10 @@ func (k *contained) secrets(roots []string) []string {
 		}
 	}
 	out = append(out, k.agents...)
+	// A secret directory the user opened a root in is theirs to work in.
+	out = slices.DeleteFunc(out, func(s string) bool {
+		return slices.ContainsFunc(roots, func(r string) bool { return within(r, s) })
+	})
 	seen := map[string]bool{}
 	dirs := []string{k.home}
 	for _, r := range roots {
