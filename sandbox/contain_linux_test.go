@@ -213,3 +213,39 @@ func TestProtected(t *testing.T) {
 		})
 	}
 }
+
+// TestNoNetworkUDP: where the command gets its own network namespace
+// (bwrap, the Landlock helper in namespaces), no datagram reaches a host
+// UDP socket either. (The Landlock subreaper leaves UDP open below ABI
+// 10: docs/security.md.)
+func TestNoNetworkUDP(t *testing.T) {
+	for _, bc := range realBackends {
+		t.Run(bc.name, func(t *testing.T) {
+			b := bc.new(t)
+			requireBackend(t, b)
+			if !bc.namespaces(b) {
+				t.Skip("no network namespace as a subreaper: UDP is denied by rule only from Landlock ABI 10")
+			}
+			pc, err := net.ListenPacket("udp", "127.0.0.1:0")
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer pc.Close()
+			f := newEscapeFixture(t)
+			port := strings.TrimPrefix(pc.LocalAddr().String(), "127.0.0.1:")
+			r := run(t, confinePolicy(t, b, Policy{Mode: WorkspaceWrite, WorkspaceRoot: f.root, NoNetwork: true},
+				"echo LEAK > /dev/udp/127.0.0.1/"+port), f.root)
+			_ = pc.SetReadDeadline(time.Now().Add(300 * time.Millisecond))
+			buf := make([]byte, 64)
+			if n, _, err := pc.ReadFrom(buf); err == nil {
+				t.Fatalf("a datagram arrived: %q (exit %d, stderr %q)", buf[:n], r.code, r.stderr)
+			}
+			// The same without containment arrives (the test can fail).
+			r = run(t, confinePolicy(t, b, Policy{Mode: WorkspaceWrite, WorkspaceRoot: f.root}, "echo OK > /dev/udp/127.0.0.1/"+port), f.root)
+			_ = pc.SetReadDeadline(time.Now().Add(5 * time.Second))
+			if n, _, err := pc.ReadFrom(buf); err != nil || !strings.Contains(string(buf[:n]), "OK") {
+				t.Fatalf("with the network on: %v %q (stderr %q)", err, buf[:n], r.stderr)
+			}
+		})
+	}
+}
