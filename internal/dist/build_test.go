@@ -141,7 +141,7 @@ func TestHostArchiveRunsFromAnEmptyDirectory(t *testing.T) {
 	require.NoError(t, p.Close(10*time.Second), p.Stderr())
 	p.Report(t)
 	var init struct {
-		AgentInfo struct{ Name, Version string } `json:"agentInfo"`
+		AgentInfo         struct{ Name, Version string } `json:"agentInfo"`
 		AgentCapabilities struct {
 			Auth struct {
 				Logout *struct{} `json:"logout"`

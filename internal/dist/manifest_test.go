@@ -78,8 +78,8 @@ func TestManifestIsAValidRegistryEntry(t *testing.T) {
 
 	var e struct {
 		ID, Name, Version, Description, Repository, License string
-		Authors                                              []string
-		Distribution                                         struct {
+		Authors                                             []string
+		Distribution                                        struct {
 			Binary map[string]struct{ Archive, Cmd string }
 		}
 	}
