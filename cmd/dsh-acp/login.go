@@ -9,6 +9,7 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"runtime"
 	"strings"
 	"time"
 
@@ -31,12 +32,42 @@ func credentialStore(getenv func(string) string) (*credentials.Store, error) {
 	s := &credentials.Store{Dir: configDir(getenv)}
 	switch v := getenv(credentialStoreEnv); v {
 	case "", "auto":
+		if why := noSessionBus(runtime.GOOS, getenv); why != "" {
+			s.NoKeyring = why
+			break
+		}
 		s.Keyring = credentials.System()
 	case "file":
 	default:
 		return nil, fmt.Errorf("%s=%q: use \"auto\" (the OS credential store, else a file) or \"file\"", credentialStoreEnv, v)
 	}
 	return s, nil
+}
+
+// noSessionBus says why the Secret Service cannot be reached on a Linux
+// without a D-Bus session bus ("" when there may be one), looking where
+// go-keyring's D-Bus library looks (the variable, the runtime directory's
+// bus socket or session file): past those it would try to start a bus
+// (dbus-launch) at every lookup.
+func noSessionBus(goos string, getenv func(string) string) string {
+	if goos != "linux" {
+		return ""
+	}
+	if a := getenv("DBUS_SESSION_BUS_ADDRESS"); a != "" && a != "autolaunch:" {
+		return ""
+	}
+	dirs := []string{fmt.Sprintf("/run/user/%d", os.Getuid())}
+	if rt := getenv("XDG_RUNTIME_DIR"); rt != "" {
+		dirs = append(dirs, rt)
+	}
+	for _, d := range dirs {
+		for _, f := range []string{"bus", "dbus-session"} {
+			if _, err := os.Stat(filepath.Join(d, f)); err == nil {
+				return ""
+			}
+		}
+	}
+	return "no D-Bus session bus for the Secret Service (DBUS_SESSION_BUS_ADDRESS is unset)"
 }
 
 // configDir is the directory of the default config file (DSH_ACP_CONFIG
@@ -157,8 +188,8 @@ func readSecret(ctx context.Context, stdin io.Reader, stderr io.Writer, prompt s
 	f, ok := stdin.(*os.File)
 	if !ok || !term.IsTerminal(int(f.Fd())) {
 		line, err := bufio.NewReader(stdin).ReadString('\n')
+		fmt.Fprintln(stderr)
 		if err != nil && (!errors.Is(err, io.EOF) || line == "") {
-			fmt.Fprintln(stderr)
 			return "", errCancelled
 		}
 		return strings.TrimSpace(line), nil

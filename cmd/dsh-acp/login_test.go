@@ -3,10 +3,12 @@ package main
 import (
 	"bytes"
 	"encoding/json"
+	"fmt"
 	"io"
 	"io/fs"
 	"net/http"
 	"net/http/httptest"
+	"os"
 	"path/filepath"
 	"runtime"
 	"strings"
@@ -53,7 +55,9 @@ func TestKeyPrecedenceEnvironmentThenStored(t *testing.T) {
 	keyring.MockInit()
 	api := newMockDeepSeek(t, "sk-stored")
 	home := t.TempDir()
-	base := map[string]string{"HOME": home, "XDG_CONFIG_HOME": filepath.Join(home, "cfg"), "DEEPSEEK_BASE_URL": api.URL}
+	// A session bus as on a desktop (never dialled: the mock answers).
+	base := map[string]string{"HOME": home, "XDG_CONFIG_HOME": filepath.Join(home, "cfg"), "DEEPSEEK_BASE_URL": api.URL,
+		"DBUS_SESSION_BUS_ADDRESS": "unix:path=" + filepath.Join(home, "bus")}
 	store, err := credentialStore(env(base))
 	require.NoError(t, err)
 	where, err := store.Save("sk-stored")
@@ -149,4 +153,20 @@ func (m *mockDeepSeek) seen(path string) []string {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	return append([]string(nil), m.auths[path]...)
+}
+
+// On a Linux without a session bus the keyring is not asked (go-keyring
+// would run dbus-launch at every lookup); a bus in the environment or the
+// runtime directory is.
+func TestNoSessionBus(t *testing.T) {
+	assert.Empty(t, noSessionBus("darwin", env(nil)))
+	assert.Empty(t, noSessionBus("windows", env(nil)))
+	assert.Empty(t, noSessionBus("linux", env(map[string]string{"DBUS_SESSION_BUS_ADDRESS": "unix:path=/run/user/1/bus"})))
+	rt := t.TempDir()
+	require.NoError(t, os.WriteFile(filepath.Join(rt, "bus"), nil, 0o600))
+	assert.Empty(t, noSessionBus("linux", env(map[string]string{"XDG_RUNTIME_DIR": rt})))
+	if _, err := os.Stat(fmt.Sprintf("/run/user/%d", os.Getuid())); err == nil {
+		t.Skip("this machine has a user runtime directory; the no-bus case is not reproducible here")
+	}
+	assert.Contains(t, noSessionBus("linux", env(map[string]string{"XDG_RUNTIME_DIR": t.TempDir(), "DBUS_SESSION_BUS_ADDRESS": "autolaunch:"})), "no D-Bus session bus")
 }

@@ -153,6 +153,7 @@ func TestLoginOnPseudoTerminalThenServeThenLogout(t *testing.T) {
 
 	shown, err = loginOnPTY(t, env, good)
 	require.NoError(t, err, shown)
+	t.Logf("the terminal showed:\n%s", shown)
 	assert.Contains(t, shown, "Signed in: the key works and is stored in the file "+keyFile+" (mode 0600")
 	assert.NotContains(t, shown, good, "the key is not echoed")
 	b, err := os.ReadFile(keyFile)

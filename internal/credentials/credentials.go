@@ -66,6 +66,9 @@ type Store struct {
 	Dir string
 	// Timeout bounds each keyring call (DefaultTimeout when zero).
 	Timeout time.Duration
+	// NoKeyring says why Keyring is nil, when it is for want of one (Save
+	// reports it with the file).
+	NoKeyring string
 }
 
 // Kind says which store holds a key.
@@ -138,7 +141,7 @@ func (s *Store) Save(key string) (Location, error) {
 	if err := Check(key); err != nil {
 		return Location{}, err
 	}
-	fallback := ""
+	fallback := s.NoKeyring
 	if s.Keyring != nil {
 		_, err := s.keyring(func(k Keyring) (string, error) { return "", k.Set(Service, Account, key) })
 		if err == nil {
