@@ -15,7 +15,7 @@ const (
 	// AgentName is the display name.
 	AgentName = "dsh-acp"
 	// AgentDescription is the one-line description.
-	AgentDescription = "DeepSeek coding agent: kernel-sandboxed tools, edits through the editor's review, durable sessions"
+	AgentDescription = "DeepSeek coding agent: sandboxed commands, edits through the editor's review, durable sessions"
 	// Repository is the source repository.
 	Repository = "https://github.com/dsh-acp/dsh-acp"
 	// License is the SPDX identifier of LICENSE.
