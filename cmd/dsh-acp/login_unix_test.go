@@ -191,15 +191,19 @@ func TestLoginOnPseudoTerminalThenServeThenLogout(t *testing.T) {
 	assert.Len(t, api.seen("/chat/completions"), 1)
 }
 
-// Ctrl-D at the prompt cancels: exit status non-zero, one line saying so,
-// nothing stored, no request sent.
+// Ctrl-D or Ctrl-C at the prompt cancels: exit status non-zero, one line
+// saying so, nothing stored, no request sent.
 func TestLoginCancelledOnPseudoTerminal(t *testing.T) {
-	api := newMockDeepSeek(t, "sk-x")
-	env, dir := userEnv(t, api.URL)
-	shown, err := loginOnPTY(t, env, "\x04")
-	var exit *exec.ExitError
-	require.ErrorAs(t, err, &exit, shown)
-	assert.Contains(t, shown, "sign-in cancelled; nothing was stored")
-	assert.NoFileExists(t, filepath.Join(dir, credentials.FileName))
-	assert.Empty(t, api.seen("/models"))
+	for name, keys := range map[string]string{"ctrl-d": "\x04", "ctrl-c": "\x03"} {
+		t.Run(name, func(t *testing.T) {
+			api := newMockDeepSeek(t, "sk-x")
+			env, dir := userEnv(t, api.URL)
+			shown, err := loginOnPTY(t, env, keys)
+			var exit *exec.ExitError
+			require.ErrorAs(t, err, &exit, shown)
+			assert.Contains(t, shown, "sign-in cancelled; nothing was stored")
+			assert.NoFileExists(t, filepath.Join(dir, credentials.FileName))
+			assert.Empty(t, api.seen("/models"))
+		})
+	}
 }
