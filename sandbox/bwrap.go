@@ -90,6 +90,9 @@ func (b *Bwrap) Wrap(policy Policy, argv []string) []string {
 	if policy.TmpDir != "" {
 		out = append(out, "--setenv", "TMPDIR", "/tmp")
 	}
+	if policy.NoNetwork {
+		out = append(out, "--unshare-net")
+	}
 	out = append(out, "--")
 	return append(out, argv...)
 }

@@ -87,6 +87,11 @@ type Policy struct {
 	// Empty keeps each backend's default: bwrap gives every command a
 	// fresh empty /tmp under WorkspaceWrite, Landlock the host's /tmp.
 	TmpDir string
+	// NoNetwork takes the network away: bwrap runs the command in a
+	// network namespace of its own (loopback only, and down). The Landlock
+	// helper does not enforce it; a command that must not connect
+	// restricts itself too (the program worker does).
+	NoNetwork bool
 }
 
 // Enforcement says how completely a backend enforces a policy.

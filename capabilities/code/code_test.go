@@ -2,6 +2,7 @@ package code_test
 
 import (
 	"context"
+	"os"
 	"encoding/json"
 	"strings"
 	"testing"
@@ -13,10 +14,15 @@ import (
 	"github.com/dsh-acp/dsh-acp/agent/llm"
 	"github.com/dsh-acp/dsh-acp/capabilities"
 	"github.com/dsh-acp/dsh-acp/capabilities/code"
+	"github.com/dsh-acp/dsh-acp/capabilities/jsworker"
 	"github.com/dsh-acp/dsh-acp/capabilities/subagent/childtest"
 	"github.com/dsh-acp/dsh-acp/capabilities/todo"
+	"github.com/dsh-acp/dsh-acp/internal/workertest"
 	"github.com/dsh-acp/dsh-acp/session"
 )
+
+// TestMain builds the program worker the tests run their programs in.
+func TestMain(m *testing.M) { os.Exit(workertest.Main(m)) }
 
 // echo returns its text argument; "fail" makes it a failed call.
 type echo struct{}
@@ -42,6 +48,7 @@ func (echo) Run(_ context.Context, call *capabilities.Call) (capabilities.Result
 func newFixture(t *testing.T, tool code.Tool) (*childtest.Env, func(string) (capabilities.Outcome, []session.Event)) {
 	natives := []capabilities.Tool{echo{}, todo.Tool{}}
 	tool.Tools = natives
+	tool.Programs = workertest.Pool(t, jsworker.Options{})
 	env := childtest.New(t, func(*llm.Request) childtest.Reply { return childtest.Reply{Text: "ok"} },
 		func(capabilities.Env) []capabilities.Tool {
 			return append(append([]capabilities.Tool(nil), natives...), tool)
@@ -161,27 +168,6 @@ func TestCard(t *testing.T) {
 	assert.Equal(t, "a\nb", r.Content[0].Text)
 	raw := code.Tool{}.PresentResult(nil, session.ToolResult{Meta: json.RawMessage(`{"logs":[],"dispatches":1}`)})
 	assert.Nil(t, raw.Content, "no logs: the raw result")
-}
-
-func TestOnlyErasableTypeScript(t *testing.T) {
-	for src, want := range map[string]string{
-		"const a = 1\nenum Color { Red }":                             "SyntaxError: TypeScript enum declarations are not erasable syntax (only type annotations can be stripped; write plain JavaScript instead) (line 2, column 1)",
-		"  namespace NS { export const x = 1 }":                       "SyntaxError: TypeScript namespace blocks are not erasable syntax (only type annotations can be stripped; write plain JavaScript instead) (line 1, column 3)",
-		"class A {\n  constructor(public x: number, y: string) {}\n}": "SyntaxError: TypeScript constructor parameter properties are not erasable syntax (only type annotations can be stripped; write plain JavaScript instead) (line 2, column 15)",
-	} {
-		_, err := code.Transform(src)
-		require.Error(t, err, src)
-		assert.Equal(t, want, err.Error())
-	}
-	for _, ok := range []string{
-		"declare enum E { A }\nconst s = 'enum X { }'; // enum Y {}\nreturn s",
-		"type T = { a: string }; interface I { b?: number }; const v = {a: 'x'} satisfies T; return v as unknown as I",
-		"class B { constructor(x: number) { this.x = x } x: number }\nreturn new B(1).x",
-		"const enumValue = 3; const module = {x: 1}; return enumValue + module.x",
-	} {
-		_, err := code.Transform(ok)
-		assert.NoError(t, err, ok)
-	}
 }
 
 func TestProgressListsTheDispatches(t *testing.T) {

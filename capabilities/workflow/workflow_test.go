@@ -2,6 +2,7 @@ package workflow_test
 
 import (
 	"context"
+	"os"
 	"encoding/json"
 	"runtime"
 	"strings"
@@ -15,9 +16,14 @@ import (
 	"github.com/dsh-acp/dsh-acp/agent/llm"
 	"github.com/dsh-acp/dsh-acp/capabilities"
 	"github.com/dsh-acp/dsh-acp/capabilities/subagent/childtest"
+	"github.com/dsh-acp/dsh-acp/capabilities/jsworker"
 	"github.com/dsh-acp/dsh-acp/capabilities/workflow"
+	"github.com/dsh-acp/dsh-acp/internal/workertest"
 	"github.com/dsh-acp/dsh-acp/session"
 )
+
+// TestMain builds the program worker the tests run their scripts in.
+func TestMain(m *testing.M) { os.Exit(workertest.Main(m)) }
 
 // model: a child answers "ECHO x" with x, "ERR" with a failed finish,
 // "HANG" by blocking, "STRUCT <json>" by calling structured_output.
@@ -46,8 +52,9 @@ type fixture struct {
 }
 
 func newFixture(t *testing.T, cfg workflow.Config) *fixture {
-	env := childtest.New(t, model, func(capabilities.Env) []capabilities.Tool { return []capabilities.Tool{workflow.Tool{Engine: cfg}} })
-	return &fixture{env: env, parent: env.Session(t), reg: capabilities.NewRegistry(workflow.Tool{Engine: cfg})}
+	tool := workflow.Tool{Engine: cfg, Programs: workertest.Pool(t, jsworker.Options{})}
+	env := childtest.New(t, model, func(capabilities.Env) []capabilities.Tool { return []capabilities.Tool{tool} })
+	return &fixture{env: env, parent: env.Session(t), reg: capabilities.NewRegistry(tool)}
 }
 
 // run calls the workflow tool with script and returns its result text.
@@ -249,7 +256,7 @@ func TestCardShowsTheWorkflowName(t *testing.T) {
 
 func TestProgressCountsAgentsInCallOrder(t *testing.T) {
 	f := newFixture(t, workflow.Config{})
-	reg := capabilities.NewRegistry(workflow.Tool{Progress: true})
+	reg := capabilities.NewRegistry(workflow.Tool{Progress: true, Programs: workertest.Pool(t, jsworker.Options{})})
 	raw := `{"meta":{"name":"p","description":"d"},"script":"phase('Run'); return await parallel([() => agent('ECHO 1', {label: 'a'}), () => agent('ERR', {label: 'b'})])"}`
 	before := f.parent.Log().Len()
 	out := reg.Execute(context.Background(), f.parent, "call-9", workflow.Name, raw)
