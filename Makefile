@@ -2,6 +2,10 @@
 # commands of the README.
 GO ?= go
 BIN := bin/dsh-acp
+# The executables a release ships, each built from ./cmd/<name> into bin/:
+# the agent and the worker that runs model-written programs (found beside
+# the agent). `make build` builds them all; `make dist` packs them all.
+EXECUTABLES := dsh-acp dsh-acp-worker
 UPSTREAM ?= ../shared/upstream
 VERSION ?= $(shell git describe --always --dirty 2>/dev/null || echo dev)
 LDFLAGS := -s -w -X main.version=$(VERSION)
@@ -13,12 +17,15 @@ STATICCHECK := $(GOBIN)/staticcheck
 
 .PHONY: build test lint tools fuzz demo conformance snapshots bench vet clean
 
-## build: a static binary (no cgo: sandbox probing, Landlock and user
-## lookup are pure Go), so it runs on any Linux and maps no libc; without
-## the symbol table and DWARF (-s -w: 43 → 31 MB on disk, the same RSS:
-## neither is mapped at run time; stack traces keep their names).
+## build: static binaries (no cgo: sandbox probing, Landlock and user
+## lookup are pure Go), so they run on any Linux and map no libc; without
+## the symbol table and DWARF (-s -w: smaller on disk, the same RSS:
+## neither is mapped at run time; stack traces keep their names). One
+## binary per EXECUTABLES entry, side by side in bin/.
 build:
-	CGO_ENABLED=0 $(GO) build -trimpath -ldflags "$(LDFLAGS)" -o $(BIN) ./cmd/dsh-acp
+	@set -e; for e in $(EXECUTABLES); do \
+		CGO_ENABLED=0 $(GO) build -trimpath -ldflags "$(LDFLAGS)" -o bin/$$e ./cmd/$$e; \
+	done
 
 ## test: every unit, integration and replay test, with the race detector.
 test:
