@@ -40,9 +40,9 @@ type Dispatch struct {
 
 // Limits of a run (subagents-workflows § 5).
 const (
-	DefaultCompute  = 60 * time.Second
-	DefaultWall     = 600 * time.Second
-	summaryChars    = 200
+	DefaultCompute = 60 * time.Second
+	DefaultWall    = 600 * time.Second
+	summaryChars   = 200
 )
 
 // Tool is run_code.

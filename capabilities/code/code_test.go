@@ -2,8 +2,8 @@ package code_test
 
 import (
 	"context"
-	"os"
 	"encoding/json"
+	"os"
 	"strings"
 	"testing"
 	"time"

@@ -129,4 +129,3 @@ func (p *program) progress(log *session.Log, name, args string, failed bool) {
 	log.Append(session.TypeToolProgress, session.ToolProgress{Turn: turn, Step: step, CallID: p.call.CallID,
 		Content: []session.Block{session.TextBlock(text)}})
 }
-

@@ -235,4 +235,3 @@ func (p *Pool) start(ctx context.Context) (*worker, error) {
 	}
 	return spawn(argv, setup)
 }
-

@@ -2,8 +2,8 @@ package workflow_test
 
 import (
 	"context"
-	"os"
 	"encoding/json"
+	"os"
 	"runtime"
 	"strings"
 	"testing"
@@ -15,8 +15,8 @@ import (
 	"github.com/dsh-acp/dsh-acp/agent"
 	"github.com/dsh-acp/dsh-acp/agent/llm"
 	"github.com/dsh-acp/dsh-acp/capabilities"
-	"github.com/dsh-acp/dsh-acp/capabilities/subagent/childtest"
 	"github.com/dsh-acp/dsh-acp/capabilities/jsworker"
+	"github.com/dsh-acp/dsh-acp/capabilities/subagent/childtest"
 	"github.com/dsh-acp/dsh-acp/capabilities/workflow"
 	"github.com/dsh-acp/dsh-acp/internal/workertest"
 	"github.com/dsh-acp/dsh-acp/session"
