@@ -63,7 +63,7 @@ func (c Composition) NewServer(o ServerOptions) *acp.Server {
 	if o.NewID == nil {
 		o.NewID = session.NewID
 	}
-	if o.Programs == nil && (c.Has(FamilyRunCode) || c.Has(FamilyWorkflow)) {
+	if o.Programs == nil {
 		// No worker starts before the first program.
 		var confiner jsworker.Confiner
 		if o.Confiner != nil {

@@ -53,6 +53,9 @@ const (
 	// KindWorkflow is a workflow script: JavaScript, the body of an async
 	// function with agent, parallel, pipeline, phase, log and args.
 	KindWorkflow Kind = "workflow"
+	// KindHTML is a fetched HTML page to convert to markdown (package
+	// htmlmd): hostile HTML fails in the worker too.
+	KindHTML Kind = "html"
 )
 
 // Message is one line of the protocol; Type says which field is set.
@@ -75,6 +78,11 @@ type Run struct {
 	Tools []string `json:"tools,omitempty"`
 	// Args is the workflow's args (JSON; empty: undefined).
 	Args json.RawMessage `json:"args,omitempty"`
+	// Body is an HTML page's bytes, URL its address and Raw asks for the
+	// whole page, not only its article (html).
+	Body []byte `json:"body,omitempty"`
+	URL  string `json:"url,omitempty"`
+	Raw  bool   `json:"raw,omitempty"`
 	// ComputeMS bounds each synchronous stretch of the program, the first
 	// and every one after an await, in milliseconds.
 	ComputeMS int64 `json:"computeMs"`
@@ -160,6 +168,8 @@ type Done struct {
 	// value as JSON.stringify(v, null, 2).
 	Text  string `json:"text,omitempty"`
 	Value string `json:"value,omitempty"`
+	// Title is an HTML page's title.
+	Title string `json:"title,omitempty"`
 	// Logs are a code program's captured output.
 	Logs []Log `json:"logs,omitempty"`
 	// Calls counts a code program's dispatches; Agents a workflow's.

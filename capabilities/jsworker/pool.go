@@ -17,6 +17,7 @@ package jsworker
 import (
 	"context"
 	"fmt"
+	"net/url"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -234,4 +235,24 @@ func (p *Pool) start(ctx context.Context) (*worker, error) {
 		}
 	}
 	return spawn(argv, setup)
+}
+
+// htmlCompute bounds one page's conversion.
+const htmlCompute = 10 * time.Second
+
+// Markdown converts a fetched HTML page in a worker (web.Markdown): its
+// title and markdown, or an error when the worker could not convert it
+// (the page then shows as text).
+func (p *Pool) Markdown(ctx context.Context, body []byte, u *url.URL, raw bool) (title, md string, err error) {
+	d, err := p.Run(ctx, jsproto.Run{Kind: jsproto.KindHTML, Body: body, URL: u.String(), Raw: raw,
+		ComputeMS: htmlCompute.Milliseconds()}, Limits{}, func(_ jsproto.Message, answer func(jsproto.Reply)) {
+		answer(jsproto.Reply{Err: "a page conversion makes no requests"})
+	})
+	if err != nil {
+		return "", "", err
+	}
+	if d.Fail != "" {
+		return "", "", fmt.Errorf("convert the page: %s", d.Message)
+	}
+	return d.Title, d.Text, nil
 }

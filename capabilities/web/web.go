@@ -6,6 +6,7 @@ package web
 import (
 	"context"
 	"net/http"
+	"net/url"
 	"sync"
 	"time"
 
@@ -51,7 +52,14 @@ type Options struct {
 	UserAgent string
 	// Search answers web_search (nil: the tool is not mounted).
 	Search Provider
+	// Markdown converts HTML pages (package htmlmd, in the program
+	// worker; nil: pages come back as their HTML text).
+	Markdown Markdown
 }
+
+// Markdown turns an HTML page into its title and markdown (raw: the whole
+// page, not only its article).
+type Markdown func(ctx context.Context, body []byte, u *url.URL, raw bool) (title, md string, err error)
 
 func (o Options) withDefaults() Options {
 	if o.MaxBytes <= 0 {

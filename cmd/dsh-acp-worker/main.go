@@ -1,5 +1,6 @@
 // Command dsh-acp-worker runs the model-written programs of dsh-acp
-// (run_code programs and workflow scripts) in a process of their own, so
+// (run_code programs and workflow scripts), and converts the HTML pages
+// web_fetch reads, in a process of their own, so
 // that a stack overflow, a memory bomb or a spin costs one tool result and
 // never the agent. The agent starts it (found beside its own executable),
 // confined by the session's sandbox backend, and speaks package jsproto
@@ -16,12 +17,14 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"net/url"
 	"os"
 	"runtime/debug"
 	"sync"
 
 	"github.com/dsh-acp/dsh-acp/capabilities/code/program"
 	"github.com/dsh-acp/dsh-acp/capabilities/jsproto"
+	"github.com/dsh-acp/dsh-acp/capabilities/web/htmlmd"
 	"github.com/dsh-acp/dsh-acp/capabilities/workflow/script"
 )
 
@@ -131,6 +134,8 @@ func (w *worker) start(r jsproto.Run) error {
 				d = program.Run(ctx, r, w)
 			case jsproto.KindWorkflow:
 				d = script.Run(ctx, r, w)
+			case jsproto.KindHTML:
+				d = convertHTML(r)
 			default:
 				d = jsproto.Done{Fail: jsproto.FailException, Message: fmt.Sprintf("unknown program kind %q", r.Kind)}
 			}
@@ -145,6 +150,16 @@ func (w *worker) start(r jsproto.Run) error {
 		}
 	}()
 	return nil
+}
+
+// convertHTML converts a fetched page (web_fetch's markdown).
+func convertHTML(r jsproto.Run) jsproto.Done {
+	u, err := url.Parse(r.URL)
+	if err != nil {
+		return jsproto.Done{Fail: jsproto.FailException, Message: err.Error()}
+	}
+	title, md := htmlmd.Convert(r.Body, u, r.Raw)
+	return jsproto.Done{Title: title, Text: md}
 }
 
 // request registers reply under id and sends m.
