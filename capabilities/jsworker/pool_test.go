@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net/url"
 	"os"
 	"strings"
 	"sync/atomic"
@@ -164,4 +165,24 @@ func TestRealWorkerAnswersACallAndRuns(t *testing.T) {
 	require.NoError(t, err)
 	assert.Equal(t, jsproto.Done{Text: `{"TEXT":"X"}!`, Calls: 1}, d)
 	assert.EqualValues(t, 1, calls.Load())
+}
+
+// TestRealWorkerConvertsHTML is web_fetch's conversion in the worker: an
+// article becomes markdown with its title; bytes that are not UTF-8
+// arrive as they were sent.
+func TestRealWorkerConvertsHTML(t *testing.T) {
+	p := workertest.Pool(t, jsworker.Options{})
+	u, _ := url.Parse("http://127.0.0.1/page")
+	page := "<html><head><title>Gophers</title></head><body><nav><a href=\"/about\">About</a></nav><article><h1>Gophers</h1>" +
+		strings.Repeat("<p>The gopher is a small burrowing rodent that lives in tunnels it digs itself, and eats roots.</p>", 5) +
+		"<p>See <a href=\"/docs\">the docs</a> and <strong>many</strong> stickers.</p></article></body></html>"
+	title, md, err := p.Markdown(context.Background(), []byte(page), u, false)
+	require.NoError(t, err)
+	assert.Equal(t, "Gophers", title)
+	assert.Contains(t, md, "[the docs](http://127.0.0.1/docs)")
+	assert.Contains(t, md, "**many**")
+	assert.NotContains(t, md, "About", "the article only")
+	_, raw, err := p.Markdown(context.Background(), []byte("<p>caf\xe9</p>"), u, true)
+	require.NoError(t, err)
+	assert.Equal(t, "caf\uFFFD", raw)
 }
