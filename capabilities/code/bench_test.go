@@ -24,6 +24,7 @@ func BenchmarkProgram(b *testing.B) {
 	parent := env.Session(b)
 	for name, src := range map[string]string{
 		"empty":        `return 1`,
+		"1dispatch":    `return await tools.echo({text: "x"})`,
 		"10dispatches": `let s = ""; for (let i = 0; i < 10; i++) s += await tools.echo({text: "x"}); return s.length`,
 	} {
 		args, _ := json.Marshal(map[string]string{"code": src})

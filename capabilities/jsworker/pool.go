@@ -191,8 +191,7 @@ func (p *Pool) put(w *worker) {
 		w.close()
 		return
 	}
-	p.idle = append(p.idle, w)
-	p.mu.Unlock()
+	// Parked before it is published: a get must find its idle timer.
 	w.park(p.o.Idle, func() {
 		p.mu.Lock()
 		for i, x := range p.idle {
@@ -203,6 +202,8 @@ func (p *Pool) put(w *worker) {
 		}
 		p.mu.Unlock()
 	})
+	p.idle = append(p.idle, w)
+	p.mu.Unlock()
 }
 
 // start starts a worker process, confined when a backend is usable.
