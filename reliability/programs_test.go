@@ -162,7 +162,7 @@ func TestHostileProgramsCostOneToolResult(t *testing.T) {
 // TestEscapedProgramCannotWriteOrConnect simulates a program that escaped
 // the JavaScript engine (the worker's test-only hook runs Go in the
 // worker): it can neither write a file, in the workspace or in /tmp, nor
-// connect to a listener on loopback.
+// connect to a listener on loopback, nor read the agent's API key.
 func TestEscapedProgramCannotWriteOrConnect(t *testing.T) {
 	if runtime.GOOS != "linux" {
 		t.Skip("the worker's confinement is checked on Linux here")
@@ -185,9 +185,17 @@ func TestEscapedProgramCannotWriteOrConnect(t *testing.T) {
 	extraCalls.Store("escape-write-ws", codeCall("//escape:write "+inWorkspace))
 	extraCalls.Store("escape-write-tmp", codeCall("//escape:write "+inTmp))
 	extraCalls.Store("escape-connect", codeCall("//escape:connect "+ln.Addr().String()))
+	extraCalls.Store("escape-env", codeCall("//escape:env DEEPSEEK_API_KEY"))
 	a := startAgent(t, agentConfig{root: filepath.Join(root, "sessions"), store: "jsonl", model: m, dir: cwd})
 	sid := a.newSession(cwd)
 	a.setToolMode(sid, "both")
+	env, err := programResult(a, m, sid, "escape-env")
+	require.NoError(t, err)
+	names, ok := strings.CutPrefix(env, "escape env DEEPSEEK_API_KEY= (variables: ")
+	require.True(t, ok, "the key's value is empty in the worker: %s", env)
+	for _, leaked := range []string{"DEEPSEEK", "HOME", "PATH", "XDG_"} {
+		assert.NotContains(t, names, leaked, "the agent's environment stays out of the worker")
+	}
 	for _, id := range []string{"escape-write-ws", "escape-write-tmp", "escape-connect"} {
 		text, err := programResult(a, m, sid, id)
 		require.NoError(t, err)

@@ -43,6 +43,9 @@ func spawn(argv []string, setup func(*exec.Cmd)) (*worker, error) {
 
 func startCmd(argv []string, setup func(*exec.Cmd)) (*worker, error) {
 	cmd := exec.Command(argv[0], argv[1:]...)
+	// Nothing of the agent's environment (its API key above all) reaches
+	// the worker: it needs none of it.
+	cmd.Env = []string{}
 	if setup != nil {
 		setup(cmd)
 	}

@@ -3,6 +3,7 @@
 package main
 
 import (
+	"fmt"
 	"net"
 	"os"
 	"strings"
@@ -13,9 +14,9 @@ import (
 
 // escape simulates a program that escaped the JavaScript engine: built
 // with -tags workerescape (tests only), a program whose source is
-// "//escape:write PATH" or "//escape:connect HOST:PORT" makes the worker
-// itself, in Go, write the file or dial the address, with every privilege
-// the worker process has. The Done's text says what happened.
+// "//escape:write PATH", "//escape:connect HOST:PORT" or "//escape:env
+// NAME" makes the worker itself, in Go, write the file, dial the address
+// or read the variable, with every privilege the worker process has. The Done's text says what happened.
 func escape(r jsproto.Run) (jsproto.Done, bool) {
 	op, arg, ok := strings.Cut(strings.TrimPrefix(strings.TrimSpace(r.Source), "//escape:"), " ")
 	if !ok || !strings.HasPrefix(strings.TrimSpace(r.Source), "//escape:") {
@@ -32,6 +33,13 @@ func escape(r jsproto.Run) (jsproto.Done, bool) {
 			_, err = c.Write([]byte("escaped"))
 			c.Close()
 		}
+	case "env":
+		var names []string
+		for _, kv := range os.Environ() {
+			k, _, _ := strings.Cut(kv, "=")
+			names = append(names, k)
+		}
+		return jsproto.Done{Text: fmt.Sprintf("escape env %s=%s (variables: %s)", arg, os.Getenv(arg), strings.Join(names, " "))}, true
 	default:
 		return jsproto.Done{Text: "unknown escape " + op}, true
 	}
