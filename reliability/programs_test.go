@@ -155,6 +155,7 @@ func TestHostileProgramsCostOneToolResult(t *testing.T) {
 	}
 	_, after, err := a.memory()
 	require.NoError(t, err)
+	t.Logf("the agent's VmHWM: %d → %d kB", before, after)
 	assert.Less(t, after-before, int64(64<<10), "the agent's VmHWM grew by %d kB", after-before)
 	require.NoError(t, a.close(), "the agent survived every program and exits cleanly")
 }
