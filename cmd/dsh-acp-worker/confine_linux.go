@@ -50,6 +50,13 @@ func vmSize() (int64, error) {
 // sockets and signals to processes outside it (Landlock, as far as the
 // kernel's ABI goes; nothing on a kernel without it, where the sandbox
 // backend the agent starts the worker under still holds).
+//
+// It also asks the kernel to kill the worker when its parent goes: a
+// sandbox runner that supervises rather than execs must not leave a
+// spinning worker behind when the agent kills it.
 func confine() error {
+	if err := unix.Prctl(unix.PR_SET_PDEATHSIG, uintptr(unix.SIGKILL), 0, 0, 0); err != nil {
+		return fmt.Errorf("PR_SET_PDEATHSIG: %w", err)
+	}
 	return landlock.V11.BestEffort().Restrict(landlock.RODirs("/"))
 }
