@@ -11,7 +11,9 @@ import (
 )
 
 // answerAtOnce is a handler that answers every call with its arguments.
-func answerAtOnce(m jsproto.Message, answer func(jsproto.Reply)) { answer(jsproto.Reply{Text: m.Call.Args}) }
+func answerAtOnce(m jsproto.Message, answer func(jsproto.Reply)) {
+	answer(jsproto.Reply{Text: m.Call.Args})
+}
 
 // BenchmarkSmallProgram is a small run_code program end to end with a
 // warm worker: the TypeScript transform, the run and one tool call
