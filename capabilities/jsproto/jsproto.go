@@ -40,6 +40,9 @@ const (
 	TypeSpawn Type = "spawn"
 	// TypeDone (worker → agent) ends the program: [Done].
 	TypeDone Type = "done"
+	// TypeReady (worker → agent) is the worker's first line: it started,
+	// capped and confined itself, and reads programs now.
+	TypeReady Type = "ready"
 )
 
 // Kind is the language of a program.

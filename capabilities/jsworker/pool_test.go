@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net/url"
 	"os"
+	"path/filepath"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -19,14 +20,16 @@ import (
 	"github.com/dsh-acp/dsh-acp/internal/workertest"
 )
 
-// fakeEnv makes the test binary a misbehaving worker: "silent" reads its
+// fakePrefix, as the start of the name the test binary is started by,
+// makes it a misbehaving worker (the worker's environment is empty, so
+// the mode rides its name): "silent" reads its
 // run and answers only a cancel, "deaf" ignores cancels too, "overflow"
 // dies the way a stack overflow does, "echo" answers every run at once,
 // "asks" makes one call and ends with its answer.
-const fakeEnv = "JSWORKER_FAKE"
+const fakePrefix = "fake-worker-"
 
 func TestMain(m *testing.M) {
-	if mode := os.Getenv(fakeEnv); mode != "" {
+	if mode, ok := strings.CutPrefix(filepath.Base(os.Args[0]), fakePrefix); ok {
 		os.Exit(fake(mode))
 	}
 	os.Exit(workertest.Main(m))
@@ -34,6 +37,7 @@ func TestMain(m *testing.M) {
 
 func fake(mode string) int {
 	conn := jsproto.NewConn(os.Stdin, os.Stdout)
+	_ = conn.Send(jsproto.Message{Type: jsproto.TypeReady})
 	for {
 		m, err := conn.Receive()
 		if err != nil {
@@ -59,8 +63,9 @@ func fake(mode string) int {
 func fakePool(t *testing.T, mode string, grace time.Duration) *jsworker.Pool {
 	exe, err := os.Executable()
 	require.NoError(t, err)
-	t.Setenv(fakeEnv, mode)
-	p := jsworker.NewPool(jsworker.Options{Path: exe, Grace: grace})
+	link := filepath.Join(t.TempDir(), fakePrefix+mode)
+	require.NoError(t, os.Symlink(exe, link))
+	p := jsworker.NewPool(jsworker.Options{Path: link, Grace: grace})
 	t.Cleanup(p.Close)
 	return p
 }
@@ -90,13 +95,19 @@ func TestAWorkerWaitingOnTheAgentIsNotKilled(t *testing.T) {
 	// The worker is silent while the agent works on its request, far past
 	// its compute limit: that is waiting, not spinning.
 	p := fakePool(t, "asks", 50*time.Millisecond)
-	d, err := p.Run(context.Background(), jsproto.Run{Kind: jsproto.KindCode, ComputeMS: 100}, jsworker.Limits{},
-		func(m jsproto.Message, answer func(jsproto.Reply)) {
+	answer := func(delay time.Duration) jsworker.Handler {
+		return func(m jsproto.Message, answer func(jsproto.Reply)) {
 			go func() {
-				time.Sleep(500 * time.Millisecond)
+				time.Sleep(delay)
 				answer(jsproto.Reply{Text: "late"})
 			}()
-		})
+		}
+	}
+	// A first run starts the worker (its start-up is not under test).
+	d, err := p.Run(context.Background(), jsproto.Run{Kind: jsproto.KindCode, ComputeMS: 30000}, jsworker.Limits{}, answer(0))
+	require.NoError(t, err)
+	require.Equal(t, jsproto.Done{Text: "late"}, d)
+	d, err = p.Run(context.Background(), jsproto.Run{Kind: jsproto.KindCode, ComputeMS: 100}, jsworker.Limits{}, answer(600*time.Millisecond))
 	require.NoError(t, err)
 	assert.Equal(t, jsproto.Done{Text: "late"}, d)
 }

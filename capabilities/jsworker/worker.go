@@ -69,8 +69,30 @@ func startCmd(argv []string, setup func(*exec.Cmd)) (*worker, error) {
 		return nil, fmt.Errorf("start the program worker: %w", err)
 	}
 	go w.read()
-	return w, nil
+	// Its start-up (a loaded machine, a cold page cache) is not the
+	// program's compute time: the limits count from its ready line.
+	t := time.NewTimer(startTimeout)
+	defer t.Stop()
+	select {
+	case m := <-w.msgs:
+		if m.Type == jsproto.TypeReady {
+			return w, nil
+		}
+		w.kill()
+		<-w.exited
+		return nil, fmt.Errorf("start the program worker: it sent %q before ready", m.Type)
+	case <-w.exited:
+		d := Classify(w.stderr.String(), cmd.ProcessState, w.mem)
+		return nil, fmt.Errorf("start the program worker: %s", d.Message)
+	case <-t.C:
+		w.kill()
+		<-w.exited
+		return nil, fmt.Errorf("start the program worker: not ready after %s", startTimeout)
+	}
 }
+
+// startTimeout bounds a worker's start.
+const startTimeout = 30 * time.Second
 
 // read forwards the worker's messages until its stdout ends, then reaps it.
 func (w *worker) read() {

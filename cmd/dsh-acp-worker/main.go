@@ -46,7 +46,11 @@ func main() {
 		fmt.Fprintln(os.Stderr, "dsh-acp-worker: confine:", err)
 		os.Exit(3)
 	}
-	if err := serve(jsproto.NewConn(os.Stdin, os.Stdout)); err != nil && !errors.Is(err, io.EOF) {
+	conn := jsproto.NewConn(os.Stdin, os.Stdout)
+	if err := conn.Send(jsproto.Message{Type: jsproto.TypeReady}); err != nil {
+		os.Exit(1)
+	}
+	if err := serve(conn); err != nil && !errors.Is(err, io.EOF) {
 		fmt.Fprintln(os.Stderr, "dsh-acp-worker:", err)
 		os.Exit(1)
 	}
