@@ -7,15 +7,29 @@ BIN := bin/dsh-acp
 # the agent). `make build` builds them all; `make dist` packs them all.
 EXECUTABLES := dsh-acp dsh-acp-worker
 UPSTREAM ?= ../shared/upstream
-VERSION ?= $(shell git describe --always --dirty 2>/dev/null || echo dev)
+# RELEASE is the semantic version of the next release, declared here only:
+# make dist stamps it as is (0.3.0), make build as a development build of
+# it (0.3.0-dev+<commit>); --version and initialize's agentInfo.version
+# carry it.
+RELEASE := 0.3.0
+COMMIT := $(shell git rev-parse --short=12 HEAD 2>/dev/null)
+VERSION ?= $(RELEASE)-dev$(if $(COMMIT),+$(COMMIT))
 LDFLAGS := -s -w -X main.version=$(VERSION)
+# DIST_CMDS are the executables every release archive ships: EXECUTABLES,
+# the agent's first.
+DIST_CMDS := $(addprefix ./cmd/,$(EXECUTABLES))
+# DIST_BASE_URL is where the archives are published (agent.json's archive
+# URLs are $(DIST_BASE_URL)/<archive>); DIST_TARGETS narrows the six.
+DIST_BASE_URL ?= https://github.com/dsh-acp/dsh-acp/releases/download/v$(RELEASE)
+DIST_TARGETS ?=
+SOURCE_DATE_EPOCH ?= $(shell git log -1 --format=%ct 2>/dev/null)
 # The staticcheck release `make lint` runs (2026.2.2, built for Go 1.26 and
 # 1.27); `make tools` installs it into $(GOBIN).
 STATICCHECK_VERSION := v0.8.2
 GOBIN ?= $(shell $(GO) env GOPATH)/bin
 STATICCHECK := $(GOBIN)/staticcheck
 
-.PHONY: build test lint tools fuzz demo conformance snapshots bench vet clean
+.PHONY: build dist test lint tools fuzz demo conformance snapshots bench vet clean
 
 ## build: static binaries (no cgo: sandbox probing, Landlock and user
 ## lookup are pure Go), so they run on any Linux and map no libc; without
@@ -26,6 +40,16 @@ build:
 	@set -e; for e in $(EXECUTABLES); do \
 		CGO_ENABLED=0 $(GO) build -trimpath -ldflags "$(LDFLAGS)" -o bin/$$e ./cmd/$$e; \
 	done
+
+## dist: the release in dist/: an archive per ACP Registry platform
+## (darwin, linux: .tar.gz; windows: .zip; the executables at the root,
+## LICENSE, README.md), SHA256SUMS, and the registry entry agent.json with
+## icon.svg. Offline (the module cache only: run go mod download first on
+## a fresh machine) and reproducible: -trimpath, an empty build id, no cgo,
+## archive entries sorted and dated SOURCE_DATE_EPOCH (the last commit's).
+dist:
+	SOURCE_DATE_EPOCH=$(SOURCE_DATE_EPOCH) $(GO) run ./cmd/dist -version $(RELEASE) -base-url $(DIST_BASE_URL) \
+		-out dist $(if $(DIST_TARGETS),-targets $(DIST_TARGETS)) $(DIST_CMDS)
 
 ## test: every unit, integration and replay test, with the race detector.
 test:
@@ -94,4 +118,4 @@ vet:
 	$(GO) vet ./...
 
 clean:
-	rm -rf bin
+	rm -rf bin dist

@@ -1,13 +1,14 @@
 // Package web holds the web tools: web_fetch (an HTTP(S) GET with size
-// and time caps, HTML turned into markdown, asked for per domain) and
+// and time caps, HTML turned into markdown, asked for per origin, private
+// destinations refused unless approved as such) and
 // web_search (behind a Provider; mounted only when one is configured).
 package web
 
 import (
 	"context"
+	"net"
 	"net/http"
 	"net/url"
-	"sync"
 	"time"
 
 	"github.com/dsh-acp/dsh-acp/approval"
@@ -55,6 +56,17 @@ type Options struct {
 	// Markdown converts HTML pages (package htmlmd, in the program
 	// worker; nil: pages come back as their HTML text).
 	Markdown Markdown
+	// Resolver looks up the hosts fetched (nil: net.DefaultResolver).
+	// Private destinations are judged on what it returns.
+	Resolver Resolver
+	// Dialer connects to the addresses resolved (nil: a net.Dialer whose
+	// Control hook checks the address actually connected to).
+	Dialer Dialer
+	// AllowPrivate lets fetches reach private destinations (loopback,
+	// link-local, private networks, cloud metadata, local names) without
+	// an approval. Otherwise such a destination asks the Approver, and
+	// without one it is refused.
+	AllowPrivate bool
 }
 
 // Markdown turns an HTML page into its title and markdown (raw: the whole
@@ -77,6 +89,9 @@ func (o Options) withDefaults() Options {
 	if o.Client == nil {
 		o.Client = &http.Client{}
 	}
+	if o.Resolver == nil {
+		o.Resolver = net.DefaultResolver
+	}
 	return o
 }
 
@@ -90,25 +105,4 @@ func New(o Options) []capabilities.Tool {
 		tools = append(tools, &Search{opts: o})
 	}
 	return tools
-}
-
-// domains is the set of domains the user allowed for the session.
-type domains struct {
-	mu sync.Mutex
-	ok map[string]bool
-}
-
-func (d *domains) allowed(host string) bool {
-	d.mu.Lock()
-	defer d.mu.Unlock()
-	return d.ok[host]
-}
-
-func (d *domains) allow(host string) {
-	d.mu.Lock()
-	defer d.mu.Unlock()
-	if d.ok == nil {
-		d.ok = map[string]bool{}
-	}
-	d.ok[host] = true
 }
