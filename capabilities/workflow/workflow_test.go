@@ -223,14 +223,27 @@ func TestTotalAgentCap(t *testing.T) {
 }
 
 func TestCancelledRunSettlesWhileAwaitingForever(t *testing.T) {
-	f := newFixture(t, workflow.Config{})
 	ctx, cancel := context.WithCancelCause(context.Background())
-	time.AfterFunc(100*time.Millisecond, func() { cancel(context.Canceled) })
-	start := time.Now()
+	var f *fixture
+	started := make(chan struct{}, 1)
+	f = newFixture(t, workflow.Config{OnAgent: func(ev workflow.AgentEvent) {
+		if !ev.Done {
+			started <- struct{}{}
+		}
+	}})
+	go func() {
+		// Cancel once the hanging child exists (its log is in the store).
+		<-started
+		for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); time.Sleep(10 * time.Millisecond) {
+			if hs, err := f.env.Store.List(context.Background()); err == nil && len(hs) > 1 {
+				break
+			}
+		}
+		cancel(context.Canceled)
+	}()
 	text, isErr := f.run(t, ctx, `const never = agent("HANG"); await never; return 1`)
 	require.True(t, isErr)
 	assert.Equal(t, "Error: workflow run was cancelled (workflow run cancelled: context canceled)", text)
-	assert.Less(t, time.Since(start), 3*time.Second)
 	kids := f.env.Children(t, f.parent.ID())
 	require.Len(t, kids, 1, "the hanging child was written and disposed")
 }
