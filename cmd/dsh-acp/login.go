@@ -182,11 +182,13 @@ func logout(user composition.UserConfig, store *credentials.Store, stderr io.Wri
 
 // readSecret reads one line: without echo from a terminal (Ctrl-C or
 // Ctrl-D cancel, the terminal is left as it was), else from whatever
-// stdin is (a pipe: `dsh-acp --login < keyfile`).
+// stdin is (a pipe: `dsh-acp --login < keyfile`). On a terminal the echo
+// goes off before the prompt shows, so a key pasted the moment it
+// appears is not echoed either.
 func readSecret(ctx context.Context, stdin io.Reader, stderr io.Writer, prompt string) (string, error) {
-	fmt.Fprint(stderr, prompt)
 	f, ok := stdin.(*os.File)
 	if !ok || !term.IsTerminal(int(f.Fd())) {
+		fmt.Fprint(stderr, prompt)
 		line, err := bufio.NewReader(stdin).ReadString('\n')
 		fmt.Fprintln(stderr)
 		if err != nil && (!errors.Is(err, io.EOF) || line == "") {
@@ -195,19 +197,34 @@ func readSecret(ctx context.Context, stdin io.Reader, stderr io.Writer, prompt s
 		return strings.TrimSpace(line), nil
 	}
 	fd := int(f.Fd())
-	state, err := term.GetState(fd)
-	if err != nil {
-		return "", err
-	}
 	type result struct {
 		b   []byte
 		err error
 	}
 	done := make(chan result, 1)
-	go func() {
-		b, err := term.ReadPassword(fd)
-		done <- result{b, err}
-	}()
+	restore, err := echoOff(fd)
+	if err == nil {
+		defer restore()
+		fmt.Fprint(stderr, prompt)
+		go func() {
+			line, err := bufio.NewReader(f).ReadString('\n')
+			if err != nil && line != "" && errors.Is(err, io.EOF) {
+				err = nil
+			}
+			done <- result{[]byte(line), err}
+		}()
+	} else {
+		state, err := term.GetState(fd)
+		if err != nil {
+			return "", err
+		}
+		restore = func() { _ = term.Restore(fd, state) }
+		fmt.Fprint(stderr, prompt)
+		go func() {
+			b, err := term.ReadPassword(fd)
+			done <- result{b, err}
+		}()
+	}
 	select {
 	case r := <-done:
 		fmt.Fprintln(stderr) // the Enter was not echoed either
@@ -216,9 +233,9 @@ func readSecret(ctx context.Context, stdin io.Reader, stderr io.Writer, prompt s
 		}
 		return strings.TrimSpace(string(r.b)), nil
 	case <-ctx.Done():
-		// Ctrl-C: ReadPassword is still reading; give the terminal its
-		// echo back before leaving.
-		_ = term.Restore(fd, state)
+		// Ctrl-C: the read is still waiting; give the terminal its echo
+		// back before leaving.
+		restore()
 		fmt.Fprintln(stderr)
 		return "", errCancelled
 	}
