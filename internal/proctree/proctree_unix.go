@@ -43,3 +43,10 @@ func (g *Group) alive() bool {
 }
 
 func (g *Group) close() error { return nil }
+
+// Running reports whether a process with this pid exists (a zombie
+// included).
+func Running(pid int) bool {
+	err := syscall.Kill(pid, 0)
+	return err == nil || errors.Is(err, syscall.EPERM)
+}

@@ -199,3 +199,17 @@ func (g *Group) close() error {
 	g.sys.job = 0
 	return err
 }
+
+// stillActive is GetExitCodeProcess's code for a process that runs.
+const stillActive = 259
+
+// Running reports whether a process with this pid still runs.
+func Running(pid int) bool {
+	h, err := windows.OpenProcess(windows.PROCESS_QUERY_LIMITED_INFORMATION, false, uint32(pid))
+	if err != nil {
+		return false
+	}
+	defer windows.CloseHandle(h)
+	var code uint32
+	return windows.GetExitCodeProcess(h, &code) == nil && code == stillActive
+}
