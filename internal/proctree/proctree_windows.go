@@ -13,9 +13,14 @@ import (
 	"golang.org/x/sys/windows"
 )
 
-type groupSys struct {
-	mu  sync.Mutex
-	job windows.Handle // 0 once closed
+// Group is a started tree. Its methods are safe to call after the tree
+// ended; errors then are harmless and may be ignored.
+type Group struct {
+	pid int
+	sys struct {
+		mu  sync.Mutex
+		job windows.Handle // 0 once closed
+	}
 }
 
 // Prepare gives cmd a new console process group (so that a console
