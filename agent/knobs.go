@@ -20,7 +20,19 @@ const (
 	// ToolModeNative, ToolModeCode or ToolModeBoth (with
 	// Config.ToolModeKnob).
 	KnobToolMode = "tool-mode"
+	// KnobNetwork is whether the session's confined commands reach the
+	// network: NetworkOff or NetworkOn (with Config.NetworkDefault).
+	KnobNetwork = "network"
 )
+
+// Network knob values.
+const (
+	NetworkOff = "off"
+	NetworkOn  = "on"
+)
+
+// TypeNetworkSet switches the session's Network knob: {network}.
+const TypeNetworkSet = "bash/network"
 
 // Tool mode knob values.
 const (
@@ -47,7 +59,7 @@ const (
 )
 
 // knobIDs lists every knob, in anchoring order.
-var knobIDs = [...]string{KnobSandboxMode, KnobApprovalPolicy, KnobModel, KnobThinking, KnobToolMode}
+var knobIDs = [...]string{KnobSandboxMode, KnobApprovalPolicy, KnobModel, KnobThinking, KnobToolMode, KnobNetwork}
 
 // knobValue is the payload of every knob event (each type fills one field).
 type knobValue struct {
@@ -55,6 +67,7 @@ type knobValue struct {
 	Policy   string `json:"policy,omitempty"`
 	Model    string `json:"model,omitempty"`
 	Thinking string `json:"thinking,omitempty"`
+	Network  string `json:"network,omitempty"`
 }
 
 // knobEvent returns the event type and payload of a knob switch.
@@ -76,6 +89,10 @@ func knobEvent(id, value string) (string, any) {
 		return TypeToolModeSet, struct {
 			Mode string `json:"mode"`
 		}{value}
+	case KnobNetwork:
+		return TypeNetworkSet, struct {
+			Network string `json:"network"`
+		}{value}
 	}
 	return session.TypeApprovalPolicy, struct {
 		Policy string `json:"policy"`
@@ -89,7 +106,7 @@ func foldKnob(events []session.Event, id string) string {
 		if events[i].Type == typ {
 			var v knobValue
 			if events[i].Decode(&v) == nil {
-				return v.Mode + v.Policy + v.Model + v.Thinking
+				return v.Mode + v.Policy + v.Model + v.Thinking + v.Network
 			}
 		}
 	}
@@ -135,6 +152,8 @@ func (s *Session) knobDefault(id string) (string, bool) {
 		return ThinkingEnabled, s.rt.cfg.ModelKnobs
 	case KnobToolMode:
 		return ToolModeNative, s.rt.cfg.ToolModeKnob
+	case KnobNetwork:
+		return s.rt.cfg.NetworkDefault, s.rt.cfg.NetworkDefault != ""
 	}
 	return "", false
 }

@@ -59,6 +59,12 @@ type Request struct {
 	Scope   Scope
 	Subject string
 	Detail  string
+	// Action is the concrete action asked about, however the call
+	// arrived (directly, from run_code, from a child agent): the command
+	// a sandbox escalation would run, the input of a call a hook sent to
+	// ask. A permission prompt shows it, and a grant remembered for a
+	// project is keyed on it, never on a card's title.
+	Action string
 }
 
 // Scope is what an "always" answer to a Request would cover.
@@ -80,6 +86,9 @@ const (
 	ScopeFolder Scope = "folder"
 	// ScopeHost: requests to one web host (Subject).
 	ScopeHost Scope = "host"
+	// ScopeNetwork: one sandboxed command (Subject) run with network
+	// access; "always" turns the session's Network option on.
+	ScopeNetwork Scope = "network"
 )
 
 // Answerer asks someone (the editor's user) to decide. It returns ok=false
