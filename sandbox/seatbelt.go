@@ -38,7 +38,10 @@ const envPath = "/usr/bin/env"
 // cannot remap /tmp; the host's /tmp stays readable).
 //
 // The profile is built by [Seatbelt.Profile] from the same Policy the other
-// backends read, so that rules added to the policy reach every backend.
+// backends read: in the default form Policy.Protected paths stay
+// read-only beneath a writable root, Policy.Hidden paths are neither
+// readable nor writable, and Policy.NoNetwork leaves the command only
+// loopback and local sockets.
 type Seatbelt struct {
 	// Path is argv[0]; empty means [SeatbeltPath].
 	Path string
@@ -122,6 +125,25 @@ func (s *Seatbelt) Profile(policy Policy) (string, []SeatbeltParam) {
 		}
 		b.WriteString(")")
 		forms = append(forms, b.String())
+	}
+	// The default composition's containment (Policy.NoNetwork, Hidden,
+	// Protected), after the allows: Seatbelt's last matching rule wins.
+	// Paths that do not exist yet keep their rule (a secret created later
+	// stays hidden).
+	addDeny := func(prefix, op string, paths []string) {
+		for i, p := range paths {
+			param := SeatbeltParam{Name: prefix + strconv.Itoa(i), Value: s.real(p)}
+			params = append(params, param)
+			forms = append(forms, "(deny "+op+` (subpath (param "`+param.Name+`")))`)
+		}
+	}
+	addDeny("PROTECTED_", "file-write*", policy.Protected)
+	addDeny("HIDDEN_", "file-read* file-write*", policy.Hidden)
+	if policy.NoNetwork {
+		// Only the command's own loopback and local sockets, like the
+		// network namespace of the Linux backends.
+		forms = append(forms, "(deny network*)", `(allow network* (local ip "localhost:*"))`,
+			`(allow network* (remote ip "localhost:*"))`, "(allow network* (remote unix-socket))")
 	}
 	return strings.Join(forms, "\n") + "\n", params
 }

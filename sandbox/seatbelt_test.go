@@ -83,7 +83,17 @@ func TestSeatbeltDefaultForm(t *testing.T) {
 	assert.Contains(t, plain, "WRITABLE_ROOT_0=/private/tmp", "without a session temp dir, /tmp is writable")
 	assert.NotContains(t, plain, "WRITABLE_ROOT_0=/private/tmp/ws", "a root beneath /tmp folds into it")
 
-	golden.Assert(t, render(t, ww, ro, plain), "seatbelt/default.golden")
+	contained := s.Wrap(Policy{Mode: WorkspaceWrite, WorkspaceRoot: "/Users/me/proj", NoNetwork: true,
+		Hidden: []string{"/Users/me/.ssh"}, Protected: []string{"/Users/me/proj/.git/hooks"}}, bashArgv)
+	cp := contained[indexOf(contained, "-p")+1]
+	assert.Contains(t, contained, "PROTECTED_0=/Users/me/proj/.git/hooks")
+	assert.Contains(t, contained, "HIDDEN_0=/Users/me/.ssh")
+	assert.Contains(t, cp, "(deny network*)")
+	assert.Greater(t, strings.Index(cp, `(deny file-write* (subpath (param "PROTECTED_0")))`), strings.Index(cp, `(param "WRITABLE_ROOT_0")`),
+		"the protected deny comes after the writable allow (last match wins)")
+	assert.Contains(t, cp, `(deny file-read* file-write* (subpath (param "HIDDEN_0")))`)
+
+	golden.Assert(t, render(t, ww, ro, plain, contained), "seatbelt/default.golden")
 }
 
 // TestSeatbeltWorkspaceWriteDeniesOutside reads the default profile the
