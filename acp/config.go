@@ -3,6 +3,7 @@ package acp
 import (
 	"context"
 	"encoding/json"
+	"runtime"
 	"slices"
 	"strings"
 	"time"
@@ -178,7 +179,7 @@ func (s *Server) optionsWith(ctx context.Context, sess ModeSwitcher, values opti
 	if v, ok := values(optionSandbox); ok {
 		out = append(out, ConfigOption{ID: optionSandbox, Name: "Sandbox",
 			Description: "What the agent's commands and file tools may touch without asking you.",
-			Category:    "_sandbox", Type: "select", CurrentValue: v, Options: namedOptions(sandboxChoices)})
+			Category:    "_sandbox", Type: "select", CurrentValue: v, Options: namedOptions(sandboxMenu(runtime.GOOS))})
 	}
 	if v, ok := values(optionNetwork); ok {
 		out = append(out, ConfigOption{ID: optionNetwork, Name: "Network",

@@ -9,7 +9,6 @@ import (
 	"slices"
 	"strings"
 	"sync"
-	"syscall"
 	"testing"
 	"time"
 
@@ -412,7 +411,7 @@ func TestClientTerminalsOnlyWhenComposedAndAdvertised(t *testing.T) {
 // prints another.
 func gatedCommand(t *testing.T) (command string, open func()) {
 	fifo := filepath.Join(t.TempDir(), "gate")
-	require.NoError(t, syscall.Mkfifo(fifo, 0o600))
+	mkfifo(t, fifo)
 	return "echo first; read x < " + fifo + "; echo second", func() { require.NoError(t, os.WriteFile(fifo, []byte("go\n"), 0o600)) }
 }
 

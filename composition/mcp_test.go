@@ -11,7 +11,6 @@ import (
 	"strconv"
 	"strings"
 	"sync/atomic"
-	"syscall"
 	"testing"
 	"time"
 
@@ -22,6 +21,7 @@ import (
 
 	"github.com/dsh-acp/dsh-acp/composition"
 	"github.com/dsh-acp/dsh-acp/internal/acpclient"
+	"github.com/dsh-acp/dsh-acp/internal/proctree"
 	"github.com/dsh-acp/dsh-acp/session/jsonl"
 )
 
@@ -173,9 +173,9 @@ func TestMCPServersStopWithTheirSession(t *testing.T) {
 	require.NoError(t, err)
 	pid, err := strconv.Atoi(string(raw))
 	require.NoError(t, err)
-	require.NoError(t, syscall.Kill(pid, 0))
+	require.True(t, proctree.Running(pid))
 	srv.stop()
-	require.Eventually(t, func() bool { return syscall.Kill(pid, 0) == syscall.ESRCH }, waitFor, 10*time.Millisecond, "the server stopped with its session")
+	require.Eventually(t, func() bool { return !proctree.Running(pid) }, waitFor, 10*time.Millisecond, "the server stopped with its session")
 }
 
 func TestMCPServerListIsChecked(t *testing.T) {

@@ -31,15 +31,22 @@ func NewProvider(chain ...Backend) *Provider {
 	return &Provider{chain: slices.Clone(chain)}
 }
 
-// DefaultChain returns the platform's preference chain: on Linux
-// [bwrap, landlock] with the Landlock helper started by launcher (see
-// [HelperLauncher]); elsewhere an empty chain (darwin's seatbelt backend is
-// not built).
-func DefaultChain(launcher []string) []Backend {
-	if runtime.GOOS != "linux" {
-		return nil
+// DefaultChain returns this system's preference chain (see [ChainFor])
+// with the Landlock helper started by launcher (see [HelperLauncher]).
+func DefaultChain(launcher []string) []Backend { return ChainFor(runtime.GOOS, launcher, false) }
+
+// ChainFor returns the preference chain of the system goos (§ 2): on
+// Linux [bwrap, landlock], on darwin [seatbelt] (in the contract's exact
+// form when contract is set, for the upstream compositions), elsewhere
+// (Windows) an empty chain, so that every confined mode fails closed.
+func ChainFor(goos string, launcher []string, contract bool) []Backend {
+	switch goos {
+	case "linux":
+		return []Backend{&Bwrap{}, &Landlock{Launcher: launcher}}
+	case "darwin":
+		return []Backend{&Seatbelt{Contract: contract}}
 	}
-	return []Backend{&Bwrap{}, &Landlock{Launcher: launcher}}
+	return nil
 }
 
 // NewDefaultProvider returns a provider over [DefaultChain] whose Landlock
@@ -51,6 +58,17 @@ func NewDefaultProvider() (*Provider, error) {
 		return nil, err
 	}
 	return NewProvider(DefaultChain(launcher)...), nil
+}
+
+// NewUpstreamProvider is [NewDefaultProvider] for the upstream
+// compositions: where a backend's argv goes beyond the contract's on this
+// system (Seatbelt's), it produces the contract's exactly.
+func NewUpstreamProvider() (*Provider, error) {
+	launcher, err := HelperLauncher()
+	if err != nil {
+		return nil, err
+	}
+	return NewProvider(ChainFor(runtime.GOOS, launcher, true)...), nil
 }
 
 // HelperLauncher returns the launcher argv prefix that re-executes the

@@ -20,7 +20,7 @@ type winShell struct {
 }
 
 // errNoWindowsBash is wrapped by the error of a failed search.
-var errNoWindowsBash = errors.New("Git for Windows' bash.exe was not found")
+var errNoWindowsBash = errors.New("no bash.exe of Git for Windows was found")
 
 // findWindowsBash returns the bash.exe commands run through on Windows:
 //

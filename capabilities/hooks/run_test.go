@@ -2,13 +2,11 @@ package hooks
 
 import (
 	"context"
-	"errors"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
 
@@ -16,6 +14,7 @@ import (
 
 	"github.com/dsh-acp/dsh-acp/agent/pipeline"
 	"github.com/dsh-acp/dsh-acp/capabilities"
+	"github.com/dsh-acp/dsh-acp/internal/proctree"
 	"github.com/dsh-acp/dsh-acp/sandbox"
 )
 
@@ -27,7 +26,7 @@ func runIn(t *testing.T, r *Runner, dir, command string, timeout time.Duration) 
 // gone waits until pid no longer exists.
 func gone(t *testing.T, pid int) {
 	t.Helper()
-	require.Eventually(t, func() bool { return errors.Is(syscall.Kill(pid, 0), syscall.ESRCH) }, 5*time.Second, 10*time.Millisecond,
+	require.Eventually(t, func() bool { return !proctree.Running(pid) }, 5*time.Second, 10*time.Millisecond,
 		"process %d outlived its hook", pid)
 }
 
@@ -86,7 +85,7 @@ func TestRunnerIsNotWedgedByAChildThatLeftTheGroup(t *testing.T) {
 	start := time.Now()
 	run := runIn(t, &Runner{}, dir, `setsid sh -c 'echo $$ > escaped.pid; exec sleep 300' & sleep 0.2; echo done`, 10*time.Second)
 	pid := readPid(t, filepath.Join(dir, "escaped.pid"))
-	t.Cleanup(func() { _ = syscall.Kill(pid, syscall.SIGKILL) })
+	t.Cleanup(func() { _ = proctree.KillTree(pid) })
 	require.Less(t, time.Since(start), 3*time.Second)
 	require.Equal(t, 0, *run.ExitCode)
 	require.Equal(t, "done\n", run.Stdout)

@@ -2,13 +2,11 @@ package hooks_test
 
 import (
 	"context"
-	"errors"
 	"iter"
 	"os"
 	"path/filepath"
 	"strconv"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
 
@@ -21,6 +19,7 @@ import (
 	"github.com/dsh-acp/dsh-acp/capabilities"
 	"github.com/dsh-acp/dsh-acp/capabilities/hooks"
 	"github.com/dsh-acp/dsh-acp/capabilities/todo"
+	"github.com/dsh-acp/dsh-acp/internal/proctree"
 	"github.com/dsh-acp/dsh-acp/session"
 )
 
@@ -109,7 +108,7 @@ func TestBadHooksNeverWedgeATurn(t *testing.T) {
 	require.NoError(t, err)
 	pid, err := strconv.Atoi(strings.TrimSpace(string(raw)))
 	require.NoError(t, err)
-	require.Eventually(t, func() bool { return errors.Is(syscall.Kill(pid, 0), syscall.ESRCH) }, 5*time.Second, 10*time.Millisecond,
+	require.Eventually(t, func() bool { return !proctree.Running(pid) }, 5*time.Second, 10*time.Millisecond,
 		"the prompt hook's background child was killed")
 	require.NoError(t, s.Close(context.Background()))
 }

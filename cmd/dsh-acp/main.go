@@ -322,7 +322,11 @@ func serve(ctx context.Context, o *options, stdin io.Reader, stdout io.Writer, l
 		return err
 	}
 	cwd, _ := os.Getwd()
-	confiner, err := sandbox.NewDefaultProvider()
+	newConfiner := sandbox.NewDefaultProvider
+	if comp.Upstream {
+		newConfiner = sandbox.NewUpstreamProvider // the contract's exact argv where ours differs (Seatbelt)
+	}
+	confiner, err := newConfiner()
 	if err != nil {
 		return err
 	}

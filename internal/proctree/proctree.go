@@ -17,13 +17,6 @@ import "os/exec"
 // job. On failure nothing is left running.
 func Start(cmd *exec.Cmd) (*Group, error) { return start(cmd) }
 
-// Group is a started tree. Its methods are safe to call after the tree
-// ended; errors then are harmless and may be ignored.
-type Group struct {
-	pid int
-	sys groupSys
-}
-
 // Pid returns the pid of the tree's first process.
 func (g *Group) Pid() int { return g.pid }
 

@@ -8,7 +8,11 @@ import (
 	"syscall"
 )
 
-type groupSys struct{}
+// Group is a started tree. Its methods are safe to call after the tree
+// ended; errors then are harmless and may be ignored.
+type Group struct {
+	pid int // the leader's pid, which is the group's id
+}
 
 // Prepare makes cmd lead a new process group when it starts, unless its
 // SysProcAttr already makes it a session leader (which leads a group too).
@@ -43,3 +47,10 @@ func (g *Group) alive() bool {
 }
 
 func (g *Group) close() error { return nil }
+
+// Running reports whether a process with this pid exists (a zombie
+// included).
+func Running(pid int) bool {
+	err := syscall.Kill(pid, 0)
+	return err == nil || errors.Is(err, syscall.EPERM)
+}

@@ -13,9 +13,14 @@ import (
 	"golang.org/x/sys/windows"
 )
 
-type groupSys struct {
-	mu  sync.Mutex
-	job windows.Handle // 0 once closed
+// Group is a started tree. Its methods are safe to call after the tree
+// ended; errors then are harmless and may be ignored.
+type Group struct {
+	pid int
+	sys struct {
+		mu  sync.Mutex
+		job windows.Handle // 0 once closed
+	}
 }
 
 // Prepare gives cmd a new console process group (so that a console
@@ -198,4 +203,18 @@ func (g *Group) close() error {
 	err := windows.CloseHandle(g.sys.job)
 	g.sys.job = 0
 	return err
+}
+
+// stillActive is GetExitCodeProcess's code for a process that runs.
+const stillActive = 259
+
+// Running reports whether a process with this pid still runs.
+func Running(pid int) bool {
+	h, err := windows.OpenProcess(windows.PROCESS_QUERY_LIMITED_INFORMATION, false, uint32(pid))
+	if err != nil {
+		return false
+	}
+	defer windows.CloseHandle(h)
+	var code uint32
+	return windows.GetExitCodeProcess(h, &code) == nil && code == stillActive
 }
