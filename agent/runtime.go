@@ -85,6 +85,12 @@ type Config struct {
 	// DefaultMaxSteps. A turn that reaches it ends with an error
 	// (CodeStepLimit) instead of calling the model again.
 	MaxSteps int
+	// CheckDerivation compares, at every step, the request state the
+	// session keeps current as its log grows (history, header, folds)
+	// with a full re-derivation from the log; a difference ends the turn
+	// with CodeInvalidHistory. The replay harness turns it on, so every
+	// recorded scenario proves the incremental derivation.
+	CheckDerivation bool
 	// Members returns the composition's turn-pipeline members for a
 	// session (hook bridges, the repeat guard), in registration order.
 	// They stand behind the runtime's own members (mode service, knob
@@ -156,7 +162,8 @@ func (r *Runtime) prewarm() {
 	log.Append(session.TypeStepStart, session.StepRef{Turn: 1, Step: 1})
 	hdr := s.header()
 	events := log.Events()
-	typ, data := headerEventFor(events, hdr, true)
+	prev, found := foldHeader(events)
+	typ, data := headerEventFor(prev, found, hdr, true)
 	log.Append(typ, data)
 	log.Append(session.TypeAssistantMessage, session.AssistantMessage{Turn: 1, Step: 1, Content: []session.Block{session.TextBlock("ok")}})
 	_ = deriveMessages(log.Events())
@@ -343,6 +350,7 @@ type Session struct {
 	inTurn      bool              // a prompt's turn is open (guards Inject)
 	injected    []session.Message // context injected during the turn, appended at the next step boundary
 
+	req      derived            // the request state derived from the log (derive)
 	pipe     *pipeline.Pipeline // the turn pipeline: built-in members, then the composition's
 	steering []pipeline.Context // forced-continuation reasons, appended before the next step
 	bgStop   context.CancelFunc // stops detached session-start work

@@ -48,6 +48,10 @@ type ServerOptions struct {
 	// Getenv reads the environment that locates the user's files (HOME,
 	// XDG_STATE_HOME, CLAUDE_CONFIG_DIR, CODEX_HOME); nil means os.Getenv.
 	Getenv func(string) string
+	// CheckDerivation makes every step compare the session's incremental
+	// request state with a full re-derivation from its log
+	// (agent.Config.CheckDerivation); the replay harness sets it.
+	CheckDerivation bool
 }
 
 // NewServer wires an ACP bridge serving this composition.
@@ -104,6 +108,7 @@ func (c Composition) NewServer(o ServerOptions) *acp.Server {
 		NoticeDroppedCalls: c.Hygiene,
 		Compaction:         c.compaction(),
 		MaxToolArgBytes:    o.Limits.MaxToolArgBytes,
+		CheckDerivation:    o.CheckDerivation,
 		Members:            c.members(o, approvals),
 	})
 	var (

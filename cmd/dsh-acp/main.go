@@ -294,7 +294,7 @@ func serve(ctx context.Context, o *options, stdin io.Reader, stdout io.Writer, l
 	}
 	srv := comp.NewServer(composition.ServerOptions{Provider: provider, Store: store, Log: log, Version: version, LaunchDir: cwd, Confiner: confiner,
 		MaxSteps: user.MaxSteps, Limits: user.Limits, Models: user.Models, ListModels: modelLister(o, user, getenv),
-		Auth: envAuth(o, user, getenv)})
+		Auth: envAuth(o, user, getenv), CheckDerivation: getenv("DSH_SNAPSHOT") == "replay"})
 	log.Info().Str("composition", comp.Name).Str("sessions", root).Msg("serving ACP on stdio")
 	return srv.Serve(ctx, stdin, stdout)
 }
