@@ -56,7 +56,7 @@ type entry struct {
 	// titled says the session's title is in the list index (its first
 	// titled user message was written); valid when path != "".
 	titled bool
-	held *lock.File // the session's ownership lock (session.Owner)
+	held   *lock.File // the session's ownership lock (session.Owner)
 	// planned is the path a new session's file will have, set by Prepare
 	// once the bucket exists and the lock is held ("" when not prepared).
 	planned string
