@@ -212,10 +212,19 @@ func (s *Session) Ready() {
 	}()
 }
 
-// LookupSession returns a stored session's header.
+// LookupSession returns a stored session's header: from the store's
+// index when it keeps one (the other sessions are not read), else by
+// listing them.
 func (r *Runtime) LookupSession(ctx context.Context, id string) (session.Header, error) {
 	if r.cfg.Store == nil {
 		return session.Header{}, fmt.Errorf("session %q not found: %w", id, session.ErrNotFound)
+	}
+	if x, ok := r.cfg.Store.(session.Indexer); ok {
+		sm, err := x.Lookup(ctx, id)
+		if err != nil {
+			return session.Header{}, err
+		}
+		return sm.Header, nil
 	}
 	hs, err := r.cfg.Store.List(ctx)
 	if err != nil {

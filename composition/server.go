@@ -146,6 +146,7 @@ func (c Composition) NewServer(o ServerOptions) *acp.Server {
 		ExtraRoots:          !c.Upstream,
 		ClearErrors:         !c.Upstream,
 		CardUnloggedCalls:   !c.Upstream,
+		MergeReplayChunks:   !c.Upstream,
 		ClientTerminals:     !c.Upstream,
 		LiveOutput:          !c.Upstream,
 		MaxLineBytes:        o.Limits.MaxLineBytes,
