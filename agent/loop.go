@@ -65,6 +65,8 @@ func (s *Session) PromptContent(ctx context.Context, content []session.Block) se
 	s.log.Append(session.TypeTurnStart, session.TurnStart{Turn: turn, Trigger: session.Trigger{Kind: session.TriggerMessage, Source: session.UserSource}})
 	s.inTurn = true
 	s.mu.Unlock()
+	s.rt.idle.begin()
+	defer s.rt.idle.end()
 	defer func() {
 		s.mu.Lock()
 		s.cancel = nil

@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"sync"
+	"time"
 
 	"github.com/rs/zerolog"
 
@@ -85,6 +86,10 @@ type Config struct {
 	// DefaultMaxSteps. A turn that reaches it ends with an error
 	// (CodeStepLimit) instead of calling the model again.
 	MaxSteps int
+	// ReleaseIdle returns freed heap to the system once no turn has run
+	// for this long (debug.FreeOSMemory after the last turn; zero: the
+	// runtime's gradual scavenging alone).
+	ReleaseIdle time.Duration
 	// CheckDerivation compares, at every step, the request state the
 	// session keeps current as its log grows (history, header, folds)
 	// with a full re-derivation from the log; a difference ends the turn
@@ -133,7 +138,8 @@ func (r *Runtime) maxSteps() int {
 
 // Runtime creates and resumes sessions. It implements acp.Agent.
 type Runtime struct {
-	cfg Config
+	cfg  Config
+	idle *idleRelease // nil without Config.ReleaseIdle
 }
 
 // NewRuntime returns a runtime for cfg. A provider that can open its
@@ -146,7 +152,7 @@ func NewRuntime(cfg Config) *Runtime {
 	if w, ok := cfg.Provider.(warmer); ok {
 		go w.Warm(context.Background())
 	}
-	r := &Runtime{cfg: cfg}
+	r := &Runtime{cfg: cfg, idle: newIdleRelease(cfg.ReleaseIdle)}
 	go r.prewarm()
 	return r
 }

@@ -109,7 +109,10 @@ func (c Composition) NewServer(o ServerOptions) *acp.Server {
 		Compaction:         c.compaction(),
 		MaxToolArgBytes:    o.Limits.MaxToolArgBytes,
 		CheckDerivation:    o.CheckDerivation,
-		Members:            c.members(o, approvals),
+		// An editor's agent idles most of the time: what a turn freed goes
+		// back to the system 2 s after the last one (docs/performance.md).
+		ReleaseIdle: releaseIdle(c),
+		Members:     c.members(o, approvals),
 	})
 	var (
 		models      func(context.Context) []acp.ModelChoice
@@ -206,4 +209,13 @@ func (c Composition) mcpConnector(approvals *approval.Service, o ServerOptions) 
 		return nil
 	}
 	return mcpConnector{approvals: approvals, version: o.Version, log: o.Log, env: c.envPolicy()}
+}
+
+// releaseIdle is the default composition's idle release delay; the
+// upstream compositions keep the runtime's own scavenging.
+func releaseIdle(c Composition) time.Duration {
+	if c.Upstream {
+		return 0
+	}
+	return 2 * time.Second
 }
