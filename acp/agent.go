@@ -177,6 +177,12 @@ type Options struct {
 	// card returns to in_progress once allowed. Upstream sends the tool
 	// call id alone (acp-bridge § 13).
 	DetailedPermissions bool
+	// ChildApprovals puts a child agent's permission request (a sandbox
+	// escalation, a write under read-only, inside a subagent, a fork or a
+	// workflow child) to the user of the session the child works for,
+	// on that session, with the concrete action shown. Upstream lets it
+	// fall through to "unavailable" (subagents-workflows § 1).
+	ChildApprovals bool
 	// ContextWindow, when positive, turns on the context meter: a
 	// usage_update after every model call (upstream sends none).
 	ContextWindow int

@@ -132,3 +132,15 @@ func TestUserConfigEnvReachesTheComposition(t *testing.T) {
 	_, err = def.Apply(composition.UserConfig{Env: composition.EnvConfig{Strip: []string{"["}}})
 	require.ErrorContains(t, err, "environment pattern")
 }
+
+func TestUserConfigDelegation(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "config.json")
+	require.NoError(t, os.WriteFile(path, []byte(`{"delegation":{"maxLiveChildren":4,"maxChildrenPerTurn":-1,"maxModelCallsPerTurn":50}}`), 0o600))
+	c, err := composition.LoadUserConfig(path)
+	require.NoError(t, err)
+	require.Equal(t, composition.DelegationConfig{MaxLiveChildren: 4, MaxChildrenPerTurn: -1, MaxModelCallsPerTurn: 50}, c.Delegation)
+
+	require.NoError(t, os.WriteFile(path, []byte(`{"delegation":{"maxChildren":3}}`), 0o600))
+	_, err = composition.LoadUserConfig(path)
+	require.ErrorContains(t, err, "maxChildren", "an unknown key is named")
+}

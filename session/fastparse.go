@@ -23,7 +23,7 @@ func parseCanonical(b []byte) (Event, bool) {
 	}
 	typ := rest[:i]
 	for _, c := range typ {
-		if c < 0x20 || c == '\\' {
+		if c < 0x20 || c >= 0x7f || c == '\\' { // event types are plain ASCII
 			return Event{}, false
 		}
 	}
@@ -284,6 +284,11 @@ func ChunkDelta(data []byte) (kind, text string, ok bool) {
 		return "", "", false
 	}
 	k := rest[:i]
+	for _, c := range k {
+		if c < 0x20 || c >= 0x7f || c == '\\' { // chunk types are plain ASCII
+			return "", "", false
+		}
+	}
 	if rest, ok = bytes.CutPrefix(rest[i+1:], []byte(`,"index":`)); !ok {
 		return "", "", false
 	}
@@ -302,7 +307,7 @@ func ChunkDelta(data []byte) (kind, text string, ok bool) {
 			return "", "", false
 		}
 	}
-	if !utf8.Valid(t) { // the decoder would replace what is not UTF-8
+	if !utf8.Valid(t) || !utf8.Valid(k) { // the decoder would replace what is not UTF-8
 		return "", "", false
 	}
 	return string(k), string(t), true

@@ -36,8 +36,9 @@ type tracker struct {
 	sids map[int]struct{}
 }
 
-// add tracks the session led by pid.
-func (t *tracker) add(pid int) {
+// add tracks the session led by p's shell.
+func (t *tracker) add(p *process) {
+	pid := p.pgid
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	if t.sids == nil {

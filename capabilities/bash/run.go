@@ -9,7 +9,6 @@ import (
 	"os/exec"
 	"strconv"
 	"sync"
-	"syscall"
 	"time"
 )
 
@@ -42,9 +41,9 @@ type spec struct {
 	// confined marks a command run through the sandbox (see
 	// process.doTerminate).
 	confined bool
-	// track, when set, learns the pid of every started shell (the leader of
-	// its own session).
-	track func(pid int)
+	// track, when set, learns every started shell (the leader of its own
+	// session, or the first process of its Job Object on Windows).
+	track func(p *process)
 	// live, when set, also receives both output streams as they arrive
 	// (for the card of a running foreground command).
 	live *liveTail
@@ -58,6 +57,7 @@ type process struct {
 	stdout, stderr *stream
 	live           *liveTail   // nil: no live view
 	pipes          [2]*os.File // read ends
+	sys            procSys     // the OS's handle on the tree (run_<os>.go)
 
 	exited   chan struct{} // closed once cmd.Wait returned
 	drained  chan struct{} // closed once both readers returned
@@ -87,10 +87,10 @@ func start(ctx context.Context, sp spec) (*process, error) {
 		_ = wOut.Close()
 		return nil, fmt.Errorf("stderr pipe: %w", err)
 	}
-	cmd, err := startCmd(sp, sp.setup, wOut, wErr)
+	cmd, sys, err := startCmd(sp, sp.setup, wOut, wErr)
 	var exErr executorError
 	if err != nil && sp.setup != nil && !errors.As(err, &exErr) {
-		cmd, err = startCmd(sp, nil, wOut, wErr)
+		cmd, sys, err = startCmd(sp, nil, wOut, wErr)
 	}
 	_ = wOut.Close()
 	_ = wErr.Close()
@@ -98,9 +98,6 @@ func start(ctx context.Context, sp spec) (*process, error) {
 		_ = rOut.Close()
 		_ = rErr.Close()
 		return nil, err
-	}
-	if sp.track != nil {
-		sp.track(cmd.Process.Pid)
 	}
 	grace := sp.killGrace
 	if grace <= 0 {
@@ -113,12 +110,16 @@ func start(ctx context.Context, sp spec) (*process, error) {
 		stderr:    newStream("stderr", sp.spillDir),
 		live:      sp.live,
 		pipes:     [2]*os.File{rOut, rErr},
+		sys:       sys,
 		exited:    make(chan struct{}),
 		drained:   make(chan struct{}),
 		finished:  make(chan struct{}),
 		killGrace: grace,
 		confined:  sp.confined,
 		termDone:  make(chan struct{}),
+	}
+	if sp.track != nil {
+		sp.track(p)
 	}
 	var readers sync.WaitGroup
 	readers.Add(2)
@@ -147,24 +148,22 @@ func (e executorError) Unwrap() error { return e.err }
 
 // startCmd builds the command through ex, prepares it with setup and
 // starts it writing to the given pipe ends.
-func startCmd(sp spec, setup func(*exec.Cmd), stdout, stderr *os.File) (*exec.Cmd, error) {
+func startCmd(sp spec, setup func(*exec.Cmd), stdout, stderr *os.File) (*exec.Cmd, procSys, error) {
 	cmd, err := command([]string{"bash", "-c", sp.command}, sp.dir, sp.env)
 	if err != nil {
-		return nil, executorError{err}
+		return nil, procSys{}, executorError{err}
 	}
-	if cmd.SysProcAttr == nil {
-		cmd.SysProcAttr = &syscall.SysProcAttr{}
-	}
-	setProcAttr(cmd.SysProcAttr)
+	prepareShell(cmd)
 	if setup != nil {
 		setup(cmd)
 	}
 	cmd.Stdin = nil // os/exec connects /dev/null
 	cmd.Stdout, cmd.Stderr = stdout, stderr
-	if err := cmd.Start(); err != nil {
-		return nil, err
+	sys, err := startShell(cmd)
+	if err != nil {
+		return nil, procSys{}, err
 	}
-	return cmd, nil
+	return cmd, sys, nil
 }
 
 // read copies one pipe into its stream until EOF or a forced close.
@@ -216,12 +215,12 @@ func (p *process) doTerminate() {
 		// that the namespace died some time after the launcher, unwaited
 		// for. The group is stopped while its namespace inits are killed,
 		// so that it cannot start one in between.
-		p.signalGroup(syscall.SIGSTOP)
+		p.stopGroup()
 		endNamespaces(p.pgid, pipeGrace)
-		p.signalGroup(syscall.SIGTERM)
-		p.signalGroup(syscall.SIGCONT)
+		p.termGroup()
+		p.contGroup()
 	} else {
-		p.signalGroup(syscall.SIGTERM)
+		p.termGroup()
 	}
 	grace := time.NewTimer(p.killGrace)
 	defer grace.Stop()
@@ -231,7 +230,7 @@ wait:
 	for {
 		select {
 		case <-grace.C:
-			p.signalGroup(syscall.SIGKILL)
+			p.killGroup()
 			p.awaitGroupGone(pipeGrace)
 			break wait
 		case <-tick.C:
@@ -270,15 +269,6 @@ func (p *process) hasExited() bool {
 	}
 }
 
-func (p *process) signalGroup(sig syscall.Signal) { _ = syscall.Kill(-p.pgid, sig) }
-
-// groupAlive reports whether any process (zombies included) is still in the
-// group.
-func (p *process) groupAlive() bool {
-	err := syscall.Kill(-p.pgid, 0)
-	return err == nil || errors.Is(err, syscall.EPERM)
-}
-
 // exitInfo is how the shell ended: a signal name, else an exit code.
 type exitInfo struct {
 	code   int
@@ -290,8 +280,8 @@ func (p *process) exit() exitInfo {
 	if p.state == nil {
 		return exitInfo{code: -1}
 	}
-	if ws, ok := p.state.Sys().(syscall.WaitStatus); ok && ws.Signaled() {
-		return exitInfo{signal: SignalName(ws.Signal())}
+	if sig, ok := signaled(p.state); ok {
+		return exitInfo{signal: sig}
 	}
 	return exitInfo{code: p.state.ExitCode()}
 }

@@ -9,12 +9,12 @@ import (
 	"os"
 	"os/exec"
 	"sync"
-	"syscall"
 	"time"
 
 	"github.com/dsh-acp/dsh-acp/agent/pipeline"
 	"github.com/dsh-acp/dsh-acp/capabilities"
 	"github.com/dsh-acp/dsh-acp/capabilities/bash"
+	"github.com/dsh-acp/dsh-acp/internal/proctree"
 	"github.com/dsh-acp/dsh-acp/sandbox"
 )
 
@@ -121,10 +121,13 @@ func (r *Runner) run(ctx context.Context, s pipeline.Session, sp Spec) Run {
 		limit = DefaultMaxOutput
 	}
 
-	cmd := exec.Command("bash", "-c", line)
+	prog, err := bash.Program()
+	if err != nil {
+		return Run{Stderr: fmt.Sprintf("start hook: %v", err)}
+	}
+	cmd := exec.Command(prog, "-c", line)
 	cmd.Dir = sp.Dir
 	cmd.Env = append(r.Env.Filter(environ()), sp.Env...)
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 	inR, inW, err := os.Pipe()
 	if err != nil {
 		return Run{Stderr: fmt.Sprintf("hook stdin pipe: %v", err)}
@@ -140,13 +143,13 @@ func (r *Runner) run(ctx context.Context, s pipeline.Session, sp Spec) Run {
 		return Run{Stderr: fmt.Sprintf("hook stderr pipe: %v", err)}
 	}
 	cmd.Stdin, cmd.Stdout, cmd.Stderr = inR, outW, errW
-	err = cmd.Start()
+	group, err := proctree.Start(cmd)
 	closeAll(inR, outW, errW)
 	if err != nil {
 		closeAll(inW, outR, errR)
 		return Run{Stderr: fmt.Sprintf("start hook: %v", err)}
 	}
-	pgid := cmd.Process.Pid
+	defer group.Close()
 
 	// stdin: written in the background, so a hook that never reads it
 	// cannot block us; the pipe breaks when the group dies.
@@ -172,14 +175,14 @@ func (r *Runner) run(ctx context.Context, s pipeline.Session, sp Spec) Run {
 	case <-exited:
 	case <-timer.C:
 		timedOut = true
-		_ = syscall.Kill(-pgid, syscall.SIGKILL)
+		_ = group.Kill()
 		<-exited
 	case <-ctx.Done():
-		_ = syscall.Kill(-pgid, syscall.SIGKILL)
+		_ = group.Kill()
 		<-exited
 	}
 	// The shell is gone; nothing it started outlives it.
-	_ = syscall.Kill(-pgid, syscall.SIGKILL)
+	_ = group.Kill()
 	done := make(chan struct{})
 	go func() { readers.Wait(); close(done) }()
 	select {
@@ -191,8 +194,8 @@ func (r *Runner) run(ctx context.Context, s pipeline.Session, sp Spec) Run {
 
 	run := Run{Stdout: stdout.String(), Stderr: stderr.String(), TimedOut: timedOut}
 	if st := cmd.ProcessState; st != nil && !timedOut {
-		if ws, ok := st.Sys().(syscall.WaitStatus); ok && ws.Exited() {
-			code := ws.ExitStatus()
+		if st.Exited() {
+			code := st.ExitCode()
 			run.ExitCode = &code
 		}
 	}

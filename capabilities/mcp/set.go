@@ -10,7 +10,6 @@ import (
 	"sort"
 	"strings"
 	"sync"
-	"syscall"
 	"time"
 
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
@@ -18,6 +17,7 @@ import (
 
 	"github.com/dsh-acp/dsh-acp/approval"
 	"github.com/dsh-acp/dsh-acp/capabilities"
+	"github.com/dsh-acp/dsh-acp/internal/proctree"
 	"github.com/dsh-acp/dsh-acp/session"
 )
 
@@ -348,8 +348,8 @@ func (c *conn) transport() (sdk.Transport, error) {
 		}
 		c.stderr = &tailBuffer{max: 2048}
 		cmd.Stderr = c.stderr
-		cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
-		cmd.Cancel = func() error { return syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL) }
+		proctree.Prepare(cmd)
+		cmd.Cancel = func() error { return proctree.KillTree(cmd.Process.Pid) }
 		cmd.WaitDelay = 2 * time.Second
 		return &sdk.CommandTransport{Command: cmd, TerminateDuration: time.Second}, nil
 	}

@@ -9,10 +9,10 @@ import (
 	"os"
 	"os/exec"
 	"strings"
-	"syscall"
 	"time"
 
 	"github.com/dsh-acp/dsh-acp/capabilities"
+	"github.com/dsh-acp/dsh-acp/internal/proctree"
 	"github.com/dsh-acp/dsh-acp/sandbox"
 )
 
@@ -58,13 +58,10 @@ func (o Options) exec(ctx context.Context, call *capabilities.Call, dir string, 
 		cmd := exec.Command(argv[0], argv[1:]...)
 		cmd.Dir = dir
 		cmd.Env = o.Env.Filter(os.Environ())
-		cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+		proctree.Prepare(cmd)
 		if withSetup && setup != nil {
 			setup(cmd)
-			if cmd.SysProcAttr == nil {
-				cmd.SysProcAttr = &syscall.SysProcAttr{}
-			}
-			cmd.SysProcAttr.Setpgid = true
+			proctree.Prepare(cmd)
 		}
 		errF, err := os.CreateTemp("", "dsh-acp-rg-stderr-")
 		if err != nil {
@@ -92,7 +89,7 @@ func (o Options) exec(ctx context.Context, call *capabilities.Call, dir string, 
 	}
 	defer func() { _ = errF.Close() }()
 	pgid := cmd.Process.Pid
-	kill := func() { _ = syscall.Kill(-pgid, syscall.SIGKILL) }
+	kill := func() { _ = proctree.KillTree(pgid) }
 	stopWatch := context.AfterFunc(ctx, kill)
 	defer stopWatch()
 

@@ -278,6 +278,9 @@ func serve(ctx context.Context, o *options, stdin io.Reader, stdout io.Writer, l
 	if root, err = filepath.Abs(root); err != nil {
 		return err
 	}
+	if err := privateDir(root, log); err != nil {
+		return err
+	}
 	store, err := openStore(user.Store, root)
 	if err != nil {
 		return err
@@ -293,7 +296,7 @@ func serve(ctx context.Context, o *options, stdin io.Reader, stdout io.Writer, l
 		return err
 	}
 	srv := comp.NewServer(composition.ServerOptions{Provider: provider, Store: store, Log: log, Version: version, LaunchDir: cwd, Confiner: confiner,
-		MaxSteps: user.MaxSteps, Limits: user.Limits, Models: user.Models, ListModels: modelLister(o, user, getenv),
+		MaxSteps: user.MaxSteps, Limits: user.Limits, Delegation: user.Delegation, Models: user.Models, ListModels: modelLister(o, user, getenv),
 		Auth: envAuth(o, user, getenv), CheckDerivation: getenv("DSH_SNAPSHOT") == "replay"})
 	log.Info().Str("composition", comp.Name).Str("sessions", root).Msg("serving ACP on stdio")
 	return srv.Serve(ctx, stdin, stdout)
@@ -333,7 +336,8 @@ func newProvider(o *options, user composition.UserConfig, comp composition.Compo
 	}
 	return deepseek.New(deepseek.Config{BaseURL: base, APIKey: key, Version: version, APIKeyEnv: keyEnv,
 		ConnectTimeout: user.Network.ConnectTimeout(), HeaderTimeout: user.Network.HeaderTimeout(), IdleTimeout: user.Network.IdleTimeout(),
-		MaxRetries: user.Network.MaxRetries, RetryBudget: user.Network.RetryBudget(),
+		DataIdleTimeout: user.Network.DataIdleTimeout(),
+		MaxRetries:      user.Network.MaxRetries, RetryBudget: user.Network.RetryBudget(),
 		OnRetry: func(ctx context.Context, r deepseek.Retry) {
 			log.Warn().Int("attempt", r.Attempt).Dur("delay", r.Delay).Str("reason", r.Reason).Msg("model call retried")
 			llm.Notice(ctx, r.String())

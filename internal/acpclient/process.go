@@ -3,12 +3,12 @@ package acpclient
 import (
 	"errors"
 	"fmt"
-	"os"
 	"os/exec"
 	"strings"
 	"sync"
-	"syscall"
 	"time"
+
+	"github.com/dsh-acp/dsh-acp/internal/proctree"
 )
 
 // Process is an agent spawned as a subprocess, connected over its stdin
@@ -18,7 +18,8 @@ type Process struct {
 	// Cmd is the started command.
 	Cmd *exec.Cmd
 
-	stderr  *tail // nil when the caller set Cmd.Stderr
+	stderr  *tail           // nil when the caller set Cmd.Stderr
+	group   *proctree.Group // nil when the caller set Cmd.SysProcAttr
 	exited  chan struct{}
 	waitErr error
 
@@ -27,14 +28,11 @@ type Process struct {
 }
 
 // Spawn starts cmd (Stdin and Stdout unset) and connects to it. The agent
-// runs in a process group of its own unless cmd.SysProcAttr says
-// otherwise; when cmd.Stderr is nil its last 16 KiB are kept (Stderr).
+// runs as a process tree of its own (a process group, or a Job Object on
+// Windows) unless cmd.SysProcAttr is set; when cmd.Stderr is nil its last 16 KiB are kept (Stderr).
 func Spawn(cmd *exec.Cmd, opts Options) (*Process, error) {
 	if cmd.Stdin != nil || cmd.Stdout != nil {
 		return nil, errors.New("acpclient: Spawn needs a command without Stdin and Stdout")
-	}
-	if cmd.SysProcAttr == nil {
-		cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 	}
 	p := &Process{Cmd: cmd, exited: make(chan struct{})}
 	if cmd.Stderr == nil {
@@ -51,13 +49,17 @@ func Spawn(cmd *exec.Cmd, opts Options) (*Process, error) {
 	// Our own blocking pipe, not StdoutPipe: Wait must not close it before
 	// every line the agent wrote has been read, and a blocking read is one
 	// syscall per read.
-	var fds [2]int
-	if err := syscall.Pipe2(fds[:], syscall.O_CLOEXEC); err != nil {
+	r, w, err := blockingPipe()
+	if err != nil {
+		_ = stdin.Close()
 		return nil, err
 	}
-	r, w := os.NewFile(uintptr(fds[0]), "agent-stdout"), os.NewFile(uintptr(fds[1]), "agent-stdout-w")
 	cmd.Stdout = w
-	err = cmd.Start()
+	if cmd.SysProcAttr == nil {
+		p.group, err = proctree.Start(cmd)
+	} else {
+		err = cmd.Start()
+	}
 	_ = w.Close()
 	if err != nil {
 		_ = r.Close()
@@ -115,17 +117,18 @@ func (p *Process) close(grace time.Duration) error {
 	case <-p.exited:
 		errs = append(errs, p.waitErr)
 	case <-time.After(grace):
-		_ = syscall.Kill(-p.Pid(), syscall.SIGTERM)
+		p.signalGroup(false)
 		select {
 		case <-p.exited:
 		case <-time.After(2 * time.Second):
-			_ = syscall.Kill(-p.Pid(), syscall.SIGKILL)
+			p.signalGroup(true)
 			_ = p.Cmd.Process.Kill()
 			<-p.exited
 		}
 		errs = append(errs, fmt.Errorf("the agent did not exit within %v of its stdin closing: %w", grace, p.waitErr))
 	}
-	_ = syscall.Kill(-p.Pid(), syscall.SIGKILL) // commands it left behind
+	p.signalGroup(true) // commands it left behind
+	p.closeGroup()
 	errs = append(errs, p.drain())
 	return errors.Join(errs...)
 }
@@ -136,10 +139,29 @@ func (p *Process) Kill() error {
 	p.closeOnce.Do(func() {
 		_ = p.Cmd.Process.Kill()
 		<-p.exited
-		_ = syscall.Kill(-p.Pid(), syscall.SIGKILL)
+		p.signalGroup(true)
+		p.closeGroup()
 		p.closeErr = p.drain()
 	})
 	return p.closeErr
+}
+
+// signalGroup terminates (or kills) the agent's process tree; nothing
+// when the caller chose its own process attributes.
+func (p *Process) signalGroup(kill bool) {
+	switch {
+	case p.group == nil:
+	case kill:
+		_ = p.group.Kill()
+	default:
+		_ = p.group.Terminate()
+	}
+}
+
+func (p *Process) closeGroup() {
+	if p.group != nil {
+		_ = p.group.Close()
+	}
 }
 
 // drain waits (at most 5 s) until the output has been read to its end:

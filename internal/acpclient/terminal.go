@@ -9,18 +9,17 @@ import (
 	"os/exec"
 	"strconv"
 	"sync"
-	"syscall"
 	"unicode/utf8"
 
-	"golang.org/x/sys/unix"
+	"github.com/dsh-acp/dsh-acp/internal/proctree"
 )
 
 // Terminals hosts terminal/create, terminal/output, terminal/wait_for_exit,
 // terminal/kill and terminal/release by really running the commands: in
-// the given cwd, with the given env added to Env, in a process group of
-// their own, stdout and stderr captured together and cut from the front
+// the given cwd, with the given env added to Env, as a process tree of
+// their own (a process group, or a Job Object on Windows), stdout and stderr captured together and cut from the front
 // at outputByteLimit (on a character boundary). A command without args
-// runs through sh -c, the way an editor's terminal runs a command line.
+// runs through sh -c (cmd /c on Windows), the way an editor's terminal runs a command line.
 // Every call is recorded in order; the Conn kills what still runs when
 // the agent's output ends.
 type Terminals struct {
@@ -59,8 +58,9 @@ type Terminal struct {
 	Cwd       string
 	ByteLimit int // 0: unlimited
 
-	cmd  *exec.Cmd
-	done chan struct{}
+	cmd   *exec.Cmd
+	group *proctree.Group
+	done  chan struct{}
 
 	mu        sync.Mutex
 	wrote     chan struct{} // closed and replaced on every write
@@ -180,7 +180,8 @@ func (tm *Terminal) kill() {
 	tm.mu.Lock()
 	tm.killed = true
 	tm.mu.Unlock()
-	_ = syscall.Kill(-tm.cmd.Process.Pid, syscall.SIGKILL)
+	_ = tm.group.Kill()
+	_ = tm.group.Close()
 }
 
 func (t *Terminals) handler(method string) Handler {
@@ -230,7 +231,7 @@ func (t *Terminals) create(_ context.Context, req Request) (any, error) {
 	}
 	argv := append([]string{p.Command}, p.Args...)
 	if len(p.Args) == 0 {
-		argv = []string{"/bin/sh", "-c", p.Command}
+		argv = append(shellArgv(), p.Command)
 	}
 	cmd := exec.Command(argv[0], argv[1:]...)
 	cmd.Dir = tm.Cwd
@@ -240,9 +241,10 @@ func (t *Terminals) create(_ context.Context, req Request) (any, error) {
 	}
 	cmd.Env = append(append([]string{}, base...), tm.Env...)
 	cmd.Stdout, cmd.Stderr = tm, tm
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 	tm.cmd = cmd
-	if err := cmd.Start(); err != nil {
+	group, err := proctree.Start(cmd)
+	tm.group = group
+	if err != nil {
 		e := &Error{Code: CodeInternalError, Message: fmt.Sprintf("terminal/create: %v", err)}
 		t.record(TerminalCall{Method: req.Method, Err: e})
 		return nil, e
@@ -278,11 +280,7 @@ func exitStatus(ps *os.ProcessState, err error) *ExitStatus {
 		}
 		return &ExitStatus{ExitCode: &code}
 	}
-	if ws, ok := ps.Sys().(syscall.WaitStatus); ok && ws.Signaled() {
-		name := unix.SignalName(ws.Signal())
-		if name == "" {
-			name = ws.Signal().String()
-		}
+	if name, ok := signaled(ps); ok {
 		return &ExitStatus{Signal: &name}
 	}
 	code := ps.ExitCode()

@@ -1,3 +1,5 @@
+//go:build windows
+
 package bash
 
 import (
@@ -6,7 +8,8 @@ import (
 )
 
 // SignalName returns the conventional uppercase name of sig ("SIGKILL").
-// Signals without a well-known name are "SIG<number>".
+// Windows knows only a few signal numbers (the ones Go defines for it,
+// numbered as on Linux); others are "SIG<number>".
 func SignalName(sig syscall.Signal) string {
 	switch sig {
 	case syscall.SIGHUP:
@@ -27,46 +30,14 @@ func SignalName(sig syscall.Signal) string {
 		return "SIGFPE"
 	case syscall.SIGKILL:
 		return "SIGKILL"
-	case syscall.SIGUSR1:
-		return "SIGUSR1"
 	case syscall.SIGSEGV:
 		return "SIGSEGV"
-	case syscall.SIGUSR2:
-		return "SIGUSR2"
 	case syscall.SIGPIPE:
 		return "SIGPIPE"
 	case syscall.SIGALRM:
 		return "SIGALRM"
 	case syscall.SIGTERM:
 		return "SIGTERM"
-	case syscall.SIGCHLD:
-		return "SIGCHLD"
-	case syscall.SIGCONT:
-		return "SIGCONT"
-	case syscall.SIGSTOP:
-		return "SIGSTOP"
-	case syscall.SIGTSTP:
-		return "SIGTSTP"
-	case syscall.SIGTTIN:
-		return "SIGTTIN"
-	case syscall.SIGTTOU:
-		return "SIGTTOU"
-	case syscall.SIGURG:
-		return "SIGURG"
-	case syscall.SIGXCPU:
-		return "SIGXCPU"
-	case syscall.SIGXFSZ:
-		return "SIGXFSZ"
-	case syscall.SIGVTALRM:
-		return "SIGVTALRM"
-	case syscall.SIGPROF:
-		return "SIGPROF"
-	case syscall.SIGWINCH:
-		return "SIGWINCH"
-	case syscall.SIGIO:
-		return "SIGIO"
-	case syscall.SIGSYS:
-		return "SIGSYS"
 	}
 	return "SIG" + strconv.Itoa(int(sig))
 }
