@@ -186,6 +186,11 @@ func BenchmarkStepAtDepth(b *testing.B) {
 				// processes on the machine do not change it; fsync waits
 				// do not count), by wall time where that is unknown.
 				cost := func(d int) time.Duration { return cmp.Or(samples[d].cpu, samples[d].turn) }
+				for _, depth := range []int{10, 100, 1000, 3000} {
+					sm := samples[depth]
+					b.Logf("chunks=%d depth=%d: first request %v, turn %v, CPU/turn %v", chunks, depth, sm.firstRequest, sm.turn, sm.cpu)
+				}
+				b.Logf("chunks=%d: %.1f KB heap/turn", chunks, heapPerTurn/1024)
 				ratio := float64(cost(3000)) / float64(cost(100))
 				b.ReportMetric(ratio, "turn-3000/100")
 				if ratio > 1.5 {
