@@ -26,7 +26,9 @@ import (
 // (a store an older build wrote) gets it built from a full scan on the
 // first listing, and a session missing from it is still found by Lookup
 // and Load. It is rewritten, one line per session, once it holds many
-// more lines than sessions.
+// more lines than sessions; a line another process appends to the old
+// file during that rename is lost to the index (its session shows its
+// previous update until its next write).
 const indexName = "sessions.index"
 
 // indexLine is one line of the index file.
