@@ -27,6 +27,9 @@ const (
 	// optionTools is how the session's tools reach the model: native
 	// calls, a run_code program, or both (with Options.EditorConfig).
 	optionTools = agent.KnobToolMode
+	// optionNetwork is whether confined commands reach the network (with
+	// Options.EditorConfig), in the Sandbox area.
+	optionNetwork = agent.KnobNetwork
 )
 
 // choice is one value of an option as the editor's user sees it.
@@ -34,9 +37,13 @@ type choice struct{ value, name, description string }
 
 var (
 	sandboxChoices = []choice{
-		{string(sandbox.ReadOnly), "Read only", "Commands and file tools may read but change nothing on disk; a write asks first. The network is not restricted."},
-		{string(sandbox.WorkspaceWrite), "Workspace", "Commands and file tools may change the project and the session's /tmp; writes elsewhere ask first. Reads and the network are not restricted."},
+		{string(sandbox.ReadOnly), "Read only", "Commands and file tools may read but change nothing on disk; a write asks first."},
+		{string(sandbox.WorkspaceWrite), "Workspace", "Commands and file tools may change the project and the session's /tmp; writes elsewhere ask first."},
 		{string(sandbox.DangerFullAccess), "Full access", "Commands run unconfined and file tools reach any path, without asking. Use with care."},
+	}
+	networkChoices = []choice{
+		{agent.NetworkOff, "Off", "Sandboxed commands cannot connect anywhere; a command that needs the network asks first."},
+		{agent.NetworkOn, "On", "Sandboxed commands may connect anywhere."},
 	}
 	approvalChoices = []choice{
 		{string(approval.PolicyAsk), "Ask me", "Permission requests reach you, and you decide each one."},
@@ -173,6 +180,11 @@ func (s *Server) optionsWith(ctx context.Context, sess ModeSwitcher, values opti
 			Description: "What the agent's commands and file tools may touch without asking you.",
 			Category:    "_sandbox", Type: "select", CurrentValue: v, Options: namedOptions(sandboxChoices)})
 	}
+	if v, ok := values(optionNetwork); ok {
+		out = append(out, ConfigOption{ID: optionNetwork, Name: "Network",
+			Description: "Whether the agent's sandboxed commands may reach the network without asking you.",
+			Category:    "_network", Type: "select", CurrentValue: v, Options: namedOptions(networkChoices)})
+	}
 	if v, ok := values(optionApproval); ok {
 		out = append(out, ConfigOption{ID: optionApproval, Name: "Approvals",
 			Description: "Whether requests to go beyond the sandbox reach you.",
@@ -265,6 +277,14 @@ func (s *Server) setConfigOption(params json.RawMessage) (any, error) {
 		if !slices.ContainsFunc(toolModeChoices, func(c choice) bool { return c.value == value }) {
 			return nil, invalidParams("unknown tool-mode value %s", quoted)
 		}
+	case optionNetwork:
+		if _, ok := ls.s.Knob(optionNetwork); !ok || !s.opts.EditorConfig {
+			id, _ := marshal(req.ConfigID)
+			return nil, invalidParams("unknown config option %s", id)
+		}
+		if !slices.ContainsFunc(networkChoices, func(c choice) bool { return c.value == value }) {
+			return nil, invalidParams("unknown network value %s", quoted)
+		}
 	case optionMode:
 		if !s.opts.EditorConfig {
 			id, _ := marshal(req.ConfigID)
@@ -320,7 +340,7 @@ func (s *Server) shownOptions(ls *liveSession) []ConfigOption {
 	// Every value is remembered, shown or not: a model switch may bring
 	// the Thinking option in.
 	shown := map[string]string{}
-	for _, id := range []string{optionMode, optionModel, optionThinking, optionSandbox, optionApproval} {
+	for _, id := range []string{optionMode, optionModel, optionThinking, optionSandbox, optionNetwork, optionApproval} {
 		if v, ok := values(id); ok {
 			shown[id] = v
 		}

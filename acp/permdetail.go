@@ -125,6 +125,15 @@ func askText(req approval.Request) string {
 		}
 		return text
 	}
+	if req.Scope == approval.ScopeNetwork {
+		// The command itself, however the call arrived (a card, run_code).
+		text := "The agent asks to run this command **with network access** (sandboxed commands cannot connect anywhere " +
+			"while the Network option is off):\n\n```sh\n" + req.Subject + "\n```"
+		if req.Detail != "" {
+			text += "\n\nWhy: " + req.Detail
+		}
+		return text
+	}
 	if req.ToolName == HooksConsent {
 		return "This project defines hooks: shell commands that run on your machine at points of the conversation. " +
 			"They run only if you allow them.\n\n" + strings.TrimPrefix(req.Reason, "run this project's hooks:\n")
@@ -152,6 +161,9 @@ func askTitle(req approval.Request) string {
 		return "Run this project's hooks?"
 	case req.Scope == approval.ScopeSandbox && req.Action != "":
 		return req.Action
+	}
+	if req.Scope == approval.ScopeNetwork {
+		return "Run `" + clipRunes(req.Subject, 60) + "` with network access?"
 	}
 	return "Allow " + req.ToolName + "?"
 }

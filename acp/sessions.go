@@ -167,15 +167,16 @@ func (s *Server) attach(ls *liveSession) {
 			if ev.Decode(&m) == nil {
 				s.modeChanged(ls, m.Mode)
 			}
-		case session.TypeSandboxMode, session.TypeApprovalPolicy, agent.TypeModelSet, agent.TypeThinkingSet:
+		case session.TypeSandboxMode, session.TypeApprovalPolicy, agent.TypeModelSet, agent.TypeThinkingSet, agent.TypeNetworkSet:
 			var v struct {
 				Mode     string `json:"mode"`
 				Policy   string `json:"policy"`
 				Model    string `json:"model"`
 				Thinking string `json:"thinking"`
+				Network  string `json:"network"`
 			}
 			if ev.Decode(&v) == nil {
-				s.optionChanged(ls, knobOfEvent[ev.Type], v.Mode+v.Policy+v.Model+v.Thinking)
+				s.optionChanged(ls, knobOfEvent[ev.Type], v.Mode+v.Policy+v.Model+v.Thinking+v.Network)
 			}
 		}
 	})
@@ -187,6 +188,7 @@ var knobOfEvent = map[string]string{
 	session.TypeApprovalPolicy: optionApproval,
 	agent.TypeModelSet:         optionModel,
 	agent.TypeThinkingSet:      optionThinking,
+	agent.TypeNetworkSet:       optionNetwork,
 }
 
 // loadSession handles session/load: checks, resume, replay of the whole log

@@ -20,7 +20,19 @@ const (
 	// ToolModeNative, ToolModeCode or ToolModeBoth (with
 	// Config.ToolModeKnob).
 	KnobToolMode = "tool-mode"
+	// KnobNetwork is whether the session's confined commands reach the
+	// network: NetworkOff or NetworkOn (with Config.NetworkDefault).
+	KnobNetwork = "network"
 )
+
+// Network knob values.
+const (
+	NetworkOff = "off"
+	NetworkOn  = "on"
+)
+
+// TypeNetworkSet switches the session's Network knob: {network}.
+const TypeNetworkSet = "bash/network"
 
 // Tool mode knob values.
 const (
@@ -47,7 +59,7 @@ const (
 )
 
 // knobIDs lists every knob, in anchoring order.
-var knobIDs = [...]string{KnobSandboxMode, KnobApprovalPolicy, KnobModel, KnobThinking, KnobToolMode}
+var knobIDs = [...]string{KnobSandboxMode, KnobApprovalPolicy, KnobModel, KnobThinking, KnobToolMode, KnobNetwork}
 
 // knobValue is the payload of every knob event (each type fills one field).
 type knobValue struct {
@@ -55,6 +67,7 @@ type knobValue struct {
 	Policy   string `json:"policy,omitempty"`
 	Model    string `json:"model,omitempty"`
 	Thinking string `json:"thinking,omitempty"`
+	Network  string `json:"network,omitempty"`
 }
 
 // knobEvent returns the event type and payload of a knob switch.
@@ -75,6 +88,10 @@ func knobEvent(id, value string) (string, any) {
 	case KnobToolMode:
 		return TypeToolModeSet, struct {
 			Mode string `json:"mode"`
+		}{value}
+	case KnobNetwork:
+		return TypeNetworkSet, struct {
+			Network string `json:"network"`
 		}{value}
 	}
 	return session.TypeApprovalPolicy, struct {
@@ -102,7 +119,7 @@ func knobOf(e session.Event) (string, bool) {
 	if e.Decode(&v) != nil {
 		return "", false
 	}
-	return v.Mode + v.Policy + v.Model + v.Thinking, true
+	return v.Mode + v.Policy + v.Model + v.Thinking + v.Network, true
 }
 
 // loggedKnob is foldKnob over the session's log, in O(1): the log keeps
@@ -161,6 +178,8 @@ func (s *Session) knobDefault(id string) (string, bool) {
 		return ThinkingEnabled, s.rt.cfg.ModelKnobs
 	case KnobToolMode:
 		return ToolModeNative, s.rt.cfg.ToolModeKnob
+	case KnobNetwork:
+		return s.rt.cfg.NetworkDefault, s.rt.cfg.NetworkDefault != ""
 	}
 	return "", false
 }

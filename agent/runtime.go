@@ -42,6 +42,9 @@ type Config struct {
 	// SandboxDefault is the default sandbox mode when bash commands are
 	// confined ("" = no sandbox-mode knob).
 	SandboxDefault sandbox.Mode
+	// NetworkDefault is the default of the Network knob, NetworkOff or
+	// NetworkOn ("" = no Network knob: commands keep the network).
+	NetworkDefault string
 	// Approval is the approval service (nil = none composed).
 	Approval *approval.Service
 	// Modes are the configured session modes besides default (nil = the

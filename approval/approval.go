@@ -86,6 +86,9 @@ const (
 	ScopeFolder Scope = "folder"
 	// ScopeHost: requests to one web host (Subject).
 	ScopeHost Scope = "host"
+	// ScopeNetwork: one sandboxed command (Subject) run with network
+	// access; "always" turns the session's Network option on.
+	ScopeNetwork Scope = "network"
 )
 
 // Answerer asks someone (the editor's user) to decide. It returns ok=false

@@ -71,7 +71,7 @@ func TestConcurrentSessionsKeepTheirOwnSandboxMode(t *testing.T) {
 				m := map[string]string{"sandbox-mode": sandbox, "approval-policy": "ask"}
 				if tc.comp == "default" {
 					// the mode and the model are options there too
-					m["mode"], m["model"], m["thinking"], m["tool-mode"] = "default", defaultModel, "enabled", "native"
+					m["mode"], m["model"], m["thinking"], m["tool-mode"], m["network"] = "default", defaultModel, "enabled", "native", "off"
 				}
 				return m
 			}
@@ -139,11 +139,11 @@ func TestRestartReloadsKnobsFromLog(t *testing.T) {
 	srv := serve(t, "default", store, ws, p, map[string]any{}, nil)
 	s1 := srv.newSession(t, ws)
 	s2 := srv.newSession(t, ws)
-	assert.Equal(t, map[string]string{"mode": "default", "model": defaultModel, "thinking": "enabled", "tool-mode": "native", "sandbox-mode": "workspace-write", "approval-policy": "ask"}, s1.values())
+	assert.Equal(t, map[string]string{"mode": "default", "model": defaultModel, "thinking": "enabled", "tool-mode": "native", "network": "off", "sandbox-mode": "workspace-write", "approval-policy": "ask"}, s1.values())
 
 	srv.setConfig(t, s1.SessionID, "sandbox-mode", "read-only")
 	r := srv.setConfig(t, s1.SessionID, "approval-policy", "never")
-	assert.Equal(t, map[string]string{"mode": "default", "model": defaultModel, "thinking": "enabled", "tool-mode": "native", "sandbox-mode": "read-only", "approval-policy": "never"}, r.values())
+	assert.Equal(t, map[string]string{"mode": "default", "model": defaultModel, "thinking": "enabled", "tool-mode": "native", "network": "off", "sandbox-mode": "read-only", "approval-policy": "never"}, r.values())
 
 	stop, _ := srv.prompt(t, s1.SessionID, "hello one")
 	assert.Equal(t, "end_turn", stop)
@@ -152,7 +152,7 @@ func TestRestartReloadsKnobsFromLog(t *testing.T) {
 	// A switch held while idle is recorded durably (knob/pending) before it
 	// is acknowledged, so a restart keeps it.
 	r = srv.setConfig(t, s2.SessionID, "approval-policy", "never")
-	assert.Equal(t, map[string]string{"mode": "default", "model": defaultModel, "thinking": "enabled", "tool-mode": "native", "sandbox-mode": "workspace-write", "approval-policy": "never"}, r.values())
+	assert.Equal(t, map[string]string{"mode": "default", "model": defaultModel, "thinking": "enabled", "tool-mode": "native", "network": "off", "sandbox-mode": "workspace-write", "approval-policy": "never"}, r.values())
 	srv.stop()
 	require.NoError(t, store.Close())
 
@@ -170,8 +170,8 @@ func TestRestartReloadsKnobsFromLog(t *testing.T) {
 	srv2 := serve(t, "default", openStore(t, root), ws, p2, map[string]any{}, nil)
 	l1 := srv2.loadSession(t, s1.SessionID, ws)
 	l2 := srv2.loadSession(t, s2.SessionID, ws)
-	assert.Equal(t, map[string]string{"mode": "default", "model": defaultModel, "thinking": "enabled", "tool-mode": "native", "sandbox-mode": "read-only", "approval-policy": "never"}, l1.values())
-	assert.Equal(t, map[string]string{"mode": "default", "model": defaultModel, "thinking": "enabled", "tool-mode": "native", "sandbox-mode": "workspace-write", "approval-policy": "never"}, l2.values())
+	assert.Equal(t, map[string]string{"mode": "default", "model": defaultModel, "thinking": "enabled", "tool-mode": "native", "network": "off", "sandbox-mode": "read-only", "approval-policy": "never"}, l1.values())
+	assert.Equal(t, map[string]string{"mode": "default", "model": defaultModel, "thinking": "enabled", "tool-mode": "native", "network": "off", "sandbox-mode": "workspace-write", "approval-policy": "never"}, l2.values())
 
 	// The reloaded modes still govern bash.
 	f1, f2 := filepath.Join(ws, "one.txt"), filepath.Join(ws, "two.txt")

@@ -9,6 +9,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"os"
+	"path/filepath"
 	"strings"
 
 	"github.com/dsh-acp/dsh-acp/agent"
@@ -98,6 +99,10 @@ type Composition struct {
 	// further names never passed (bash.EnvPolicy).
 	EnvPass  []string `json:"envPass,omitempty"`
 	EnvStrip []string `json:"envStrip,omitempty"`
+	// Containment keeps confined commands off the network, out of secrets
+	// and away from files that run code later (nil: upstream's file-write
+	// confinement only). It needs Sandbox.
+	Containment *Containment `json:"containment,omitempty"`
 }
 
 // DefaultModel is the model of every built-in composition.
@@ -120,6 +125,7 @@ func Builtin(name string) (Composition, bool) {
 			Sandbox:       sandbox.WorkspaceWrite, Approval: approval.PolicyAsk,
 			Instructions: true, SpillBytes: capabilities.DefaultSpillCap, ToolTimeouts: &defaultTimeouts,
 			ParallelTools: []string{"read", "glob", "grep", "web_fetch"}, Hygiene: true, CompactAt: agent.DefaultCompactThreshold, CompactMaxTokens: 4096,
+			Containment: new(defaultContainment),
 			Tools: []string{FamilyFS, FamilyBash, FamilyTodo, FamilyPlan, FamilyAsk, FamilySubagent, FamilyWorkflow,
 				FamilySearch, FamilyWeb, FamilySkills, FamilyRunCode}}, true
 	case "acp-agent":
@@ -206,6 +212,19 @@ func (c Composition) Validate() error {
 	if c.Model == "" {
 		return fmt.Errorf("composition %s: model is empty", c.Name)
 	}
+	if k := c.Containment; k != nil {
+		if c.Upstream {
+			return fmt.Errorf("composition %s: containment is not part of upstream's contract", c.Name)
+		}
+		if k.Network != "" && k.Network != agent.NetworkOff && k.Network != agent.NetworkOn {
+			return fmt.Errorf("composition %s: containment network must be %q or %q, got %q", c.Name, agent.NetworkOff, agent.NetworkOn, k.Network)
+		}
+		for _, p := range k.Protected {
+			if _, err := filepath.Match(p, ""); err != nil || filepath.IsAbs(p) {
+				return fmt.Errorf("composition %s: protected path %q must be a pattern relative to the workspace root", c.Name, p)
+			}
+		}
+	}
 	if err := c.envPolicy().Check(); err != nil {
 		return fmt.Errorf("composition %s: %w", c.Name, err)
 	}
@@ -269,6 +288,9 @@ func (c Composition) Registry(env capabilities.Env, deps Deps) *capabilities.Reg
 			// File tools obey the session's sandbox mode like bash: writes
 			// under read-only and paths outside the root ask first.
 			opts.Gate = spillReads{gate: &fs.ModeGate{Mode: c.sessionMode, Approver: deps.Approver, Remember: rememberMode}, dir: deps.spillDir(env)}
+			if k := c.contained(deps.getenv()); k != nil {
+				opts.Special = k.special // secrets and files that run code later ask, inside a root too
+			}
 		}
 		if c.Undo && env != nil {
 			opts.OnChange = func(_ context.Context, ch fs.Change) {
@@ -332,9 +354,15 @@ func (c Composition) bashOptions(env capabilities.Env, deps Deps) bash.Options {
 	if confiner == nil {
 		confiner = unconfinable{}
 	}
+	var contain func(*capabilities.Call) bash.Containment
+	if k := c.contained(deps.getenv()); k != nil {
+		contain = k.bashContainment
+	}
 	o.Sandbox = &bash.Sandboxing{
-		Confiner: confiner,
-		Approver: deps.Approver,
+		Contain:         contain,
+		RememberNetwork: rememberNetwork,
+		Confiner:        confiner,
+		Approver:        deps.Approver,
 		// Editor users get one /tmp per session on every backend;
 		// upstream keeps each backend's own /tmp, as recorded.
 		SessionTmp: !c.Upstream,

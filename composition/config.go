@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"time"
 
 	"github.com/dsh-acp/dsh-acp/agent"
@@ -46,6 +47,10 @@ type UserConfig struct {
 	Limits LimitsConfig `json:"limits,omitzero"`
 	// Env tunes which environment variables reach commands.
 	Env EnvConfig `json:"env,omitzero"`
+	// Containment tunes what confined commands are kept from: the
+	// Network option's default, further secrets and protected paths
+	// (added to the built-in lists).
+	Containment Containment `json:"containment,omitzero"`
 	// Delegation bounds the child agents of each session.
 	Delegation DelegationConfig `json:"delegation,omitzero"`
 }
@@ -212,6 +217,15 @@ func (c Composition) Apply(u UserConfig) (Composition, error) {
 	}
 	if u.Approval != "" {
 		c.Approval = u.Approval
+	}
+	if k := c.Containment; k != nil {
+		merged := *k
+		if u.Containment.Network != "" {
+			merged.Network = u.Containment.Network
+		}
+		merged.Secrets = append(slices.Clone(k.Secrets), u.Containment.Secrets...)
+		merged.Protected = append(slices.Clone(k.Protected), u.Containment.Protected...)
+		c.Containment = &merged
 	}
 	c.EnvPass = append(append([]string(nil), c.EnvPass...), u.Env.Pass...)
 	c.EnvStrip = append(append([]string(nil), c.EnvStrip...), u.Env.Strip...)

@@ -144,3 +144,30 @@ func TestUserConfigDelegation(t *testing.T) {
 	_, err = composition.LoadUserConfig(path)
 	require.ErrorContains(t, err, "maxChildren", "an unknown key is named")
 }
+
+// The containment is the default composition's alone; the user's settings
+// extend its lists and set the Network default; upstream compositions
+// ignore them.
+func TestContainmentConfig(t *testing.T) {
+	def, _ := composition.Builtin("default")
+	require.NotNil(t, def.Containment)
+	for _, name := range composition.BuiltinNames()[1:] {
+		c, _ := composition.Builtin(name)
+		require.Nil(t, c.Containment, name)
+	}
+	u := composition.UserConfig{Containment: composition.Containment{Network: "on", Secrets: []string{"~/.vault-token"}, Protected: []string{"Makefile"}}}
+	got, err := def.Apply(u)
+	require.NoError(t, err)
+	require.Equal(t, "on", got.Containment.Network)
+	require.Equal(t, []string{"~/.vault-token"}, got.Containment.Secrets)
+	require.Equal(t, []string{"Makefile"}, got.Containment.Protected)
+	require.Equal(t, "off", def.Containment.Network, "the built-in default is not changed")
+	up, _ := composition.Builtin("sandbox-acp-agent")
+	up, err = up.Apply(u)
+	require.NoError(t, err)
+	require.Nil(t, up.Containment)
+	_, err = def.Apply(composition.UserConfig{Containment: composition.Containment{Network: "maybe"}})
+	require.ErrorContains(t, err, "network")
+	_, err = def.Apply(composition.UserConfig{Containment: composition.Containment{Protected: []string{"/abs"}}})
+	require.ErrorContains(t, err, "relative")
+}

@@ -57,7 +57,7 @@ func TestHeldSwitchesSurviveARestart(t *testing.T) {
 	srv2 := serve(t, "default", openStore(t, root), ws, p2, map[string]any{}, nil)
 	l := srv2.loadSession(t, sid, ws)
 	assert.Equal(t, "plan", l.Modes.CurrentModeID)
-	assert.Equal(t, map[string]string{"mode": "plan", "model": defaultModel, "thinking": "enabled", "tool-mode": "native", "sandbox-mode": "read-only", "approval-policy": "ask"}, l.values())
+	assert.Equal(t, map[string]string{"mode": "plan", "model": defaultModel, "thinking": "enabled", "tool-mode": "native", "network": "off", "sandbox-mode": "read-only", "approval-policy": "ask"}, l.values())
 	evs := readLog(t, root, sid)
 	assert.Empty(t, ofType(evs, "mode/set"))
 	assert.Empty(t, ofType(evs, "bash/sandbox-mode"))

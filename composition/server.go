@@ -99,6 +99,7 @@ func (c Composition) NewServer(o ServerOptions) *acp.Server {
 		Log:      o.Log,
 
 		SandboxDefault: c.Sandbox,
+		NetworkDefault: c.networkDefault(),
 		Approval:       approvals,
 		Modes:          c.ModeDefs(),
 		Commands:       commands,
@@ -177,6 +178,17 @@ func (c Composition) delegation(d DelegationConfig) agent.Delegation {
 		return agent.Delegation{}
 	}
 	return d.limits()
+}
+
+// networkDefault is the default of the Network option ("": no option).
+func (c Composition) networkDefault() string {
+	if c.Containment == nil || c.Sandbox == "" {
+		return ""
+	}
+	if c.Containment.Network == "" {
+		return agent.NetworkOff
+	}
+	return c.Containment.Network
 }
 
 // getenv is Getenv, else os.Getenv.

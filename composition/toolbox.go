@@ -117,6 +117,9 @@ func (c Composition) toolbox(env capabilities.Env, deps Deps) []capabilities.Too
 				}
 				return call.Session.Cwd()
 			}}
+			if k := c.contained(deps.getenv()); k != nil {
+				o.Sandbox.Hidden = func(call *capabilities.Call) []string { return k.secrets(sessionRoots(call)) }
+			}
 			o.Gate = spillReads{gate: &fs.ModeGate{Mode: c.sessionMode, Approver: deps.Approver}, dir: deps.spillDir(env)} // outside every root: asks, like read
 		}
 		tools = append(tools, search.New(o)...)

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"os"
 	"os/exec"
 	"strings"
 	"time"
@@ -87,11 +88,60 @@ func (b *Bwrap) Wrap(policy Policy, argv []string) []string {
 		}
 		out = append(out, "--remount-ro", "/tmp")
 	}
+	out = bwrapContain(out, policy)
 	if policy.TmpDir != "" {
 		out = append(out, "--setenv", "TMPDIR", "/tmp")
 	}
 	out = append(out, "--")
 	return append(out, argv...)
+}
+
+// bwrapContain adds the containment of a policy: `--unshare-net` for
+// NoNetwork, `--ro-bind P P` for each protected path, then for each hidden
+// one `--tmpfs P --remount-ro P` (a directory) or `--ro-bind /dev/null P`
+// (a file). A hidden path wins over a protected one, being mounted last.
+func bwrapContain(out []string, policy Policy) []string {
+	if policy.NoNetwork {
+		out = append(out, "--unshare-net")
+	}
+	for _, p := range policy.Protected {
+		if mountable(policy, p) {
+			out = append(out, "--ro-bind", p, p)
+		}
+	}
+	for _, p := range policy.Hidden {
+		if !mountable(policy, p) {
+			continue
+		}
+		if isDir(p) {
+			out = append(out, "--tmpfs", p, "--remount-ro", p)
+		} else {
+			out = append(out, "--ro-bind", "/dev/null", p)
+		}
+	}
+	return out
+}
+
+// mountable reports whether a containment mount over p is wanted: not for
+// a path beneath a /tmp the sandbox replaces (it is not visible there, and
+// its mount point would be made in the replacement), unless a workspace
+// root keeps it visible.
+func mountable(policy Policy, p string) bool {
+	if !beneath(p, "/tmp") || (policy.TmpDir == "" && policy.Mode != WorkspaceWrite) {
+		return true
+	}
+	for _, r := range append([]string{policy.WorkspaceRoot}, policy.ExtraRoots...) {
+		if r != "" && beneath(p, r) {
+			return true
+		}
+	}
+	return false
+}
+
+// isDir reports whether p is a directory (following symlinks).
+func isDir(p string) bool {
+	fi, err := os.Stat(p)
+	return err == nil && fi.IsDir()
 }
 
 // bindExtra binds each extra workspace root writable at its path.
@@ -105,7 +155,7 @@ func bindExtra(out, roots []string) []string {
 // beneath reports whether the clean absolute path p is dir or lies below
 // it.
 func beneath(p, dir string) bool {
-	return p == dir || strings.HasPrefix(p, dir+"/")
+	return p == dir || strings.HasPrefix(p, strings.TrimSuffix(dir, "/")+"/")
 }
 
 // Classify classifies in the bwrap dialect: runner failure on `bwrap: `,

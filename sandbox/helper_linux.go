@@ -78,15 +78,20 @@ func RunLandlockHelper(args []string) int {
 	// command is forked from this one, so it is the one to set up.
 	runtime.LockOSThread()
 	parent := os.Getppid()
+	hide := h.hide // hidden by rules, as a subreaper
 	if isInit {
 		err = enterNamespaces(&h)
+		if err == nil {
+			err = containMounts(h.protect, h.hide)
+		}
+		hide = nil // hidden by mounts
 	} else {
 		err = prepareSupervised(&h, parent)
 	}
 	if err != nil {
 		return helperFail(err)
 	}
-	if _, err := restrict(h.ro, h.rw); err != nil {
+	if _, err := restrict(h.ro, h.rw, hide, h.noNet); err != nil {
 		return helperFail(err)
 	}
 	if err := dropCapabilities(); err != nil {
@@ -217,8 +222,11 @@ const rwDirRights = landlock.AccessFSSet(llsys.AccessFSExecute | llsys.AccessFSW
 	llsys.AccessFSMakeReg | llsys.AccessFSMakeSock | llsys.AccessFSMakeFifo | llsys.AccessFSMakeSym |
 	llsys.AccessFSTruncate)
 
-// restrict applies the ruleset and returns the enforcement level reached.
-func restrict(ro, rw []string) (Enforcement, error) {
+// restrict applies the ruleset and returns the enforcement level reached:
+// read beneath ro, write beneath rw, except beneath hidden (see
+// [grantRules]); with noNet, no TCP connect or bind (ABI 4+) and no UDP
+// (ABI 10+).
+func restrict(ro, rw, hidden []string, noNet bool) (Enforcement, error) {
 	abi, err := llsys.LandlockGetABIVersion()
 	if err != nil {
 		return "", fmt.Errorf("landlock is not supported by this kernel: %w", err)
@@ -228,38 +236,32 @@ func restrict(ro, rw []string) (Enforcement, error) {
 	}
 	var rules []landlock.Rule
 	for _, p := range ro {
-		st, err := os.Stat(p)
-		if err != nil {
+		if _, err := os.Stat(p); err != nil {
 			return "", fmt.Errorf("--ro: %w", err)
 		}
-		if st.IsDir() {
-			rules = append(rules, landlock.RODirs(p))
-		} else {
-			rules = append(rules, landlock.ROFiles(p))
-		}
+		rules = grantRules(rules, p, false, hidden, abi)
 	}
 	for _, p := range rw {
-		st, err := os.Stat(p)
-		if err != nil {
+		if _, err := os.Stat(p); err != nil {
 			return "", fmt.Errorf("--rw: %w", err)
 		}
-		switch {
-		case !st.IsDir():
-			rules = append(rules, landlock.RWFiles(p))
-		case abi >= 2:
-			// Moves and links inside writable trees need "refer"; asking for
-			// it on a V1 kernel would make BestEffort enforce nothing.
-			rules = append(rules, landlock.PathAccess(rwDirRights, p).WithRefer())
-		default:
-			rules = append(rules, landlock.PathAccess(rwDirRights, p))
-		}
+		rules = grantRules(rules, p, true, hidden, abi)
 	}
 	// V3 handles exactly the file rights (read, write, refer, truncate);
 	// ioctl on devices and unix-socket connects (V5+, V9+) are not file
-	// effects and stay unrestricted, as does the network. Landlock also
-	// denies ptrace-class access (/proc/<pid>/environ, mem, root) to every
-	// process outside the new domain, the agent included.
-	if err := landlock.V3.BestEffort().RestrictPaths(rules...); err != nil {
+	// effects and stay unrestricted. Landlock also denies ptrace-class
+	// access (/proc/<pid>/environ, mem, root) to every process outside
+	// the new domain, the agent included. Without network, every network
+	// right the kernel handles is denied (no rule grants one).
+	cfg := landlock.V3
+	if noNet {
+		c, err := landlock.NewConfig(landlock.V3.HandledAccessFS, landlock.V11.HandledAccessNet)
+		if err != nil {
+			return "", fmt.Errorf("restrict: %w", err)
+		}
+		cfg = *c
+	}
+	if err := cfg.BestEffort().Restrict(rules...); err != nil {
 		return "", fmt.Errorf("restrict: %w", err)
 	}
 	if abi >= fullABI {
@@ -311,7 +313,7 @@ func dropCapabilities() error {
 // it holds: reading works, /dev/null is writable, creating a file in the
 // temp dir is refused with EACCES.
 func runProbe() int {
-	enf, err := restrict([]string{"/"}, []string{"/dev/null"})
+	enf, err := restrict([]string{"/"}, []string{"/dev/null"}, nil, false)
 	if err != nil {
 		return helperFail(err)
 	}

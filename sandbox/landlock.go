@@ -14,8 +14,10 @@ import (
 
 // HelperArg is the first argument that turns our own binary into the
 // Landlock helper: `<exe> __landlock-run [--probe | --probe-ns | [--tmp DIR
-// [--show P…]] --ro P… --rw P… -- argv…]`. `--show P` keeps P, beneath
-// /tmp, visible when DIR is mapped at /tmp.
+// [--show P…]] --ro P… --rw P… [--no-net] [--protect P…] [--hide P…] --
+// argv…]`. `--show P` keeps P, beneath /tmp, visible when DIR is mapped at
+// /tmp; `--no-net`, `--protect` and `--hide` are [Policy.NoNetwork],
+// [Policy.Protected] and [Policy.Hidden].
 const HelperArg = "__landlock-run"
 
 // Reports printed by the helper's --probe (§ 2) and --probe-ns.
@@ -124,7 +126,8 @@ func (l *Landlock) Namespaces() bool {
 
 // Wrap returns `<launcher> --ro / --rw /dev/null` [+ `--tmp <TmpDir>`, and
 // `--show <root>` for a read-only root beneath /tmp] [+ `--rw /tmp --rw
-// <root>` for workspace-write] `--` argv.
+// <root>` for workspace-write] [+ the containment: `--no-net`, `--protect
+// P`, `--hide P`] `--` argv.
 func (l *Landlock) Wrap(policy Policy, argv []string) []string {
 	out := append([]string(nil), l.Launcher...)
 	out = append(out, "--ro", "/", "--rw", "/dev/null")
@@ -141,6 +144,15 @@ func (l *Landlock) Wrap(policy Policy, argv []string) []string {
 		for _, r := range policy.ExtraRoots {
 			out = append(out, "--rw", r)
 		}
+	}
+	if policy.NoNetwork {
+		out = append(out, "--no-net")
+	}
+	for _, p := range policy.Protected {
+		out = append(out, "--protect", p)
+	}
+	for _, p := range policy.Hidden {
+		out = append(out, "--hide", p)
 	}
 	out = append(out, "--")
 	return append(out, argv...)
@@ -160,6 +172,9 @@ type helperArgs struct {
 	show    []string
 	ro      []string
 	rw      []string
+	noNet   bool
+	protect []string
+	hide    []string
 	argv    []string
 }
 
@@ -179,12 +194,22 @@ func parseHelperArgs(args []string) (helperArgs, error) {
 			}
 			i++
 			h.tmp = filepath.Clean(args[i])
-		case "--show":
+		case "--show", "--protect", "--hide":
 			if i+1 >= len(args) || !filepath.IsAbs(args[i+1]) {
-				return h, errors.New("--show needs an absolute path")
+				return h, fmt.Errorf("%s needs an absolute path", a)
 			}
 			i++
-			h.show = append(h.show, filepath.Clean(args[i]))
+			p := filepath.Clean(args[i])
+			switch a {
+			case "--show":
+				h.show = append(h.show, p)
+			case "--protect":
+				h.protect = append(h.protect, p)
+			default:
+				h.hide = append(h.hide, p)
+			}
+		case "--no-net":
+			h.noNet = true
 		case "--ro", "--rw":
 			if i+1 >= len(args) {
 				return h, fmt.Errorf("%s needs a path", a)

@@ -81,12 +81,22 @@ func detectNamespaces(ctx context.Context, launcher []string) *nsSpawn {
 // it, the returned func starts the helper in fresh PID and mount
 // namespaces as their init; otherwise it is nil and the helper supervises
 // the command as a subreaper.
-func (l *Landlock) Prepare(Policy) func(cmd *exec.Cmd) {
+//
+// With [Policy.NoNetwork] the namespaces include a network namespace of
+// the command's own (no interface up, so no address is reachable, over
+// any protocol); if the start fails, the retry without Setup still has
+// the helper's Landlock network rules.
+func (l *Landlock) Prepare(policy Policy) func(cmd *exec.Cmd) {
 	l.mu.Lock()
 	ns := l.ns
 	l.mu.Unlock()
 	if ns == nil {
 		return nil
+	}
+	if policy.NoNetwork {
+		n := *ns
+		n.cloneflags |= unix.CLONE_NEWNET
+		return n.apply
 	}
 	return ns.apply
 }

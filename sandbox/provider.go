@@ -98,6 +98,27 @@ func (p *Provider) Select(ctx context.Context, mode Mode) (Backend, Enforcement,
 	return p.backend, p.enf, nil
 }
 
+// existing returns the absolute paths of ps that exist, cleaned, with
+// their symlinks resolved (a mount or a rule lands on the real file), each
+// once; a path beneath another is kept as well (Protected under Hidden
+// differ), ordered as given.
+func existing(ps []string) []string {
+	var out []string
+	for _, p := range ps {
+		if !filepath.IsAbs(p) {
+			continue
+		}
+		real, err := filepath.EvalSymlinks(p)
+		if err != nil {
+			continue
+		}
+		if !slices.Contains(out, real) {
+			out = append(out, real)
+		}
+	}
+	return out
+}
+
 // Confine returns the argv that runs argv under policy. DangerFullAccess
 // returns argv unchanged without touching the provider. For the confined
 // modes the cached backend wraps argv; when no backend is usable the error
@@ -140,11 +161,12 @@ func (p *Provider) Confine(ctx context.Context, argv []string, policy Policy) (C
 		}
 		policy.TmpDir = filepath.Clean(policy.TmpDir)
 	}
+	policy.Hidden, policy.Protected = existing(policy.Hidden), existing(policy.Protected)
 	b, enf, err := p.Select(ctx, policy.Mode)
 	if err != nil {
 		return Confined{}, err
 	}
-	c := Confined{Argv: b.Wrap(policy, argv), Mode: policy.Mode, Enforcement: enf, Backend: b}
+	c := Confined{Argv: b.Wrap(policy, argv), Mode: policy.Mode, Enforcement: enf, Backend: b, NoNetwork: policy.NoNetwork}
 	if pr, ok := b.(Preparer); ok {
 		c.Setup = pr.Prepare(policy)
 	}

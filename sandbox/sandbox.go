@@ -10,8 +10,11 @@
 // stderr to the backend's dialect: a runner failure (the sandbox itself
 // broke) outranks a file-access denial.
 //
-// Only FILE effects are confined; network and processes are not
-// restricted, but every process a confined command starts lives and dies
+// The upstream contract confines FILE writes only. A policy can ask for
+// more (the default composition's containment): [Policy.NoNetwork] cuts
+// the command off the network, [Policy.Hidden] makes secrets unreadable and
+// [Policy.Protected] keeps files that run code later read-only beneath a
+// writable root; the zero values keep upstream's argv exactly. Every process a confined command starts lives and dies
 // with it: bwrap runs it in its own PID namespace, and the Landlock helper
 // either does the same or, where namespaces are unavailable, supervises it
 // as a subreaper that kills every descendant when the command ends. Neither
@@ -87,6 +90,22 @@ type Policy struct {
 	// Empty keeps each backend's default: bwrap gives every command a
 	// fresh empty /tmp under WorkspaceWrite, Landlock the host's /tmp.
 	TmpDir string
+	// NoNetwork cuts the command off the network: bwrap gives it a network
+	// namespace of its own (only its own loopback); the Landlock helper
+	// does the same where it runs in namespaces, and denies every TCP
+	// connect and bind (ABI 4+) and UDP (ABI 10+) by rule in any case.
+	NoNetwork bool
+	// Hidden are absolute paths whose contents the command cannot read
+	// (secrets): a directory appears empty, a file empty (bwrap, the
+	// Landlock helper in namespaces), or reads are not granted beneath them
+	// (the Landlock helper as a subreaper). Paths that do not exist are
+	// skipped.
+	Hidden []string
+	// Protected are absolute paths the command cannot change even beneath
+	// a writable root (files that run code later: .git/hooks, .git/config,
+	// editor settings). Paths that do not exist are skipped; the Landlock
+	// helper outside namespaces cannot enforce them (docs/security.md).
+	Protected []string
 }
 
 // Enforcement says how completely a backend enforces a policy.
@@ -108,6 +127,9 @@ type Verdict struct {
 	RunnerFailure bool
 	// Denied is set when the command hit a file-access denial.
 	Denied bool
+	// NetDenied is set when a command confined with NoNetwork failed on
+	// a connection the sandbox refused.
+	NetDenied bool
 	// Detail is the first line of the trimmed stderr for a runner failure,
 	// or the stderr line that shows the denial.
 	Detail string
@@ -147,6 +169,9 @@ type Confined struct {
 	// runner's fallback. If the start fails with Setup applied, the caller
 	// may retry once without it.
 	Setup func(cmd *exec.Cmd)
+	// NoNetwork records that the policy cut the command off the network
+	// (a failed connection then reads as a network denial).
+	NoNetwork bool
 }
 
 // Preparer is implemented by backends whose wrapped argv wants process
@@ -162,7 +187,18 @@ func (c Confined) Classify(exitCode int, stderr string) Verdict {
 	if c.Backend == nil {
 		return Verdict{}
 	}
-	return c.Backend.Classify(exitCode, stderr)
+	v := c.Backend.Classify(exitCode, stderr)
+	if c.NoNetwork && !v.RunnerFailure && exitCode > 0 {
+		if line := netDenialLine(stderr); line != "" {
+			v.NetDenied = true
+			if v.Denied && netDenialLine(v.Detail) != "" {
+				// Landlock refuses a connect with EACCES, which reads
+				// "permission denied" like a file denial.
+				v.Denied, v.Detail = false, line
+			}
+		}
+	}
+	return v
 }
 
 // Facts returns the result facts of a finished run: {mode, denied,
@@ -191,6 +227,35 @@ type Facts struct {
 // `[sandbox: file access denied under <mode> mode]`.
 func Marker(mode Mode) string {
 	return "[sandbox: file access denied under " + string(mode) + " mode]"
+}
+
+// NetMarker is the result-text marker of a run that failed on a
+// connection the sandbox refused.
+func NetMarker(mode Mode) string {
+	return "[sandbox: network access denied under " + string(mode) + " mode — the Network option is off]"
+}
+
+// netDenials are the stderr texts of a connection refused by a sandbox
+// without network: no route (a fresh network namespace), no resolver
+// reachable, or Landlock's EACCES on connect, as common tools print them.
+var netDenials = []string{
+	"network is unreachable", "could not resolve host", "couldn't resolve host", "temporary failure in name resolution",
+	"name or service not known", "no address associated with hostname", "unable to resolve host",
+	"couldn't connect to server", "failed to connect to", "connection refused", "no route to host",
+	"connect: permission denied", "getaddrinfo", "name resolution", "network unreachable",
+	"failed to establish a new connection", "could not connect to", "unable to connect", "nodename nor servname",
+}
+
+// netDenialLine returns the first line of stderr that reads as a refused
+// connection, or "".
+func netDenialLine(stderr string) string {
+	lower := strings.ToLower(stderr)
+	for _, d := range netDenials {
+		if strings.Contains(lower, d) {
+			return lineContaining(stderr, d)
+		}
+	}
+	return ""
 }
 
 // RunnerFailedMarker is the background read marker of a task whose sandbox

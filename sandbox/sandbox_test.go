@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"os"
+	"path/filepath"
 	"slices"
 	"strings"
 	"sync/atomic"
@@ -279,5 +280,45 @@ func TestParseHelperArgs(t *testing.T) {
 		if _, err := parseHelperArgs(bad); err == nil {
 			t.Errorf("parseHelperArgs(%q) accepted", bad)
 		}
+	}
+}
+
+// The containment's argv: network off, protected paths bound read-only,
+// hidden directories under an empty tmpfs and files under /dev/null; a
+// path beneath a /tmp the sandbox replaces is left out.
+func TestWrapContainment(t *testing.T) {
+	dir := t.TempDir() // beneath /tmp: only visible through a root
+	ssh, netrc := filepath.Join(dir, "ssh"), filepath.Join(dir, "netrc")
+	if err := os.Mkdir(ssh, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(netrc, nil, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	p := Policy{Mode: WorkspaceWrite, WorkspaceRoot: "/w", TmpDir: "/s", NoNetwork: true,
+		Hidden: []string{ssh, netrc}, Protected: []string{"/w/.git/hooks", "/w/.git/config"}}
+	got := strings.Join((&Bwrap{}).Wrap(p, []string{"true"}), " ")
+	want := "bwrap --ro-bind / / --dev /dev --proc /proc --die-with-parent --unshare-pid --new-session --cap-drop ALL " +
+		"--bind /s /tmp --bind /w /w --unshare-net --ro-bind /w/.git/hooks /w/.git/hooks --ro-bind /w/.git/config /w/.git/config " +
+		"--setenv TMPDIR /tmp -- true"
+	if got != want {
+		t.Errorf("bwrap, hidden beneath a replaced /tmp:\n got %s\nwant %s", got, want)
+	}
+	p.WorkspaceRoot = dir // now a root shows them
+	got = strings.Join((&Bwrap{}).Wrap(p, []string{"true"}), " ")
+	for _, part := range []string{"--tmpfs " + ssh + " --remount-ro " + ssh, "--ro-bind /dev/null " + netrc} {
+		if !strings.Contains(got, part) {
+			t.Errorf("bwrap: %q lacks %q", got, part)
+		}
+	}
+	got = strings.Join((&Landlock{Launcher: []string{"/bin/dsh", HelperArg}}).Wrap(p, []string{"true"}), " ")
+	want = "/bin/dsh __landlock-run --ro / --rw /dev/null --tmp /s --rw /tmp --rw " + dir + " --no-net " +
+		"--protect /w/.git/hooks --protect /w/.git/config --hide " + ssh + " --hide " + netrc + " -- true"
+	if got != want {
+		t.Errorf("landlock:\n got %s\nwant %s", got, want)
+	}
+	// The zero containment is upstream's argv, unchanged.
+	if got := (&Bwrap{}).Wrap(Policy{Mode: ReadOnly}, []string{"true"}); slices.Contains(got, "--unshare-net") {
+		t.Errorf("bwrap without containment: %q", got)
 	}
 }

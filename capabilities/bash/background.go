@@ -7,6 +7,8 @@ import (
 	"sync"
 	"sync/atomic"
 	"unicode/utf8"
+
+	"github.com/dsh-acp/dsh-acp/sandbox"
 )
 
 // taskKind is the kind (and id prefix) of bash's background tasks.
@@ -25,11 +27,14 @@ type bgTask struct {
 	mu            sync.Mutex
 	outPos        int64
 	errPos        int64
+
+	conf   *confinement // nil: unconfined
+	marked bool         // the settled task's network marker was read
 }
 
 // startBackground spawns sp without a timeout. The task runs until it ends
 // or is killed; a spawn failure yields a settled task whose stderr says why.
-func startBackground(ctx context.Context, sp spec) *bgTask {
+func startBackground(ctx context.Context, sp spec, conf *confinement) *bgTask {
 	p, err := start(context.WithoutCancel(ctx), sp)
 	if err != nil {
 		s := newStream("stderr", sp.spillDir)
@@ -38,7 +43,29 @@ func startBackground(ctx context.Context, sp spec) *bgTask {
 		close(done)
 		return &bgTask{spawnErr: s, done: done}
 	}
-	return &bgTask{p: p, done: p.finished}
+	return &bgTask{p: p, done: p.finished, conf: conf}
+}
+
+// netMarkers are, once, the markers of a settled task that failed on a
+// connection its sandbox refused (a read after the task settled).
+func (b *bgTask) netMarkers() []string {
+	if b.conf == nil || b.marked {
+		return nil
+	}
+	select {
+	case <-b.done:
+	default:
+		return nil
+	}
+	b.marked = true
+	ex := b.p.exit()
+	if ex.signal != "" || ex.code <= 0 {
+		return nil
+	}
+	if v := b.conf.confined.Classify(ex.code, b.p.stderr.snapshot().text); v.NetDenied && !v.RunnerFailure {
+		return []string{sandbox.NetMarker(sandbox.Mode(b.conf.mode)), NetEscalationMarker}
+	}
+	return nil
 }
 
 // Done implements Task.
@@ -79,7 +106,7 @@ func (b *bgTask) Read() Output {
 	out := b.p.stdout.since(b.outPos)
 	errD := b.p.stderr.since(b.errPos)
 	b.outPos, b.errPos = out.next, errD.next
-	res := Output{Text: joinStreams(out.text, errD.text)}
+	res := Output{Text: joinStreams(out.text, errD.text), Notes: b.netMarkers()}
 	if out.dropped || errD.dropped {
 		var paths []string
 		for _, d := range []delta{out, errD} {

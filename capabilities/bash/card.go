@@ -128,7 +128,7 @@ func isMarker(line string) bool {
 func markerNote(line string) string {
 	inner := strings.TrimSuffix(strings.TrimPrefix(line, "["), "]")
 	switch {
-	case line == EscalationMarker:
+	case line == EscalationMarker, line == NetEscalationMarker:
 		return ""
 	case strings.HasPrefix(line, "[exit code: "):
 		return "Exited with code " + strings.TrimPrefix(inner, "exit code: ") + "."
@@ -136,6 +136,8 @@ func markerNote(line string) string {
 		return "Killed by signal " + strings.TrimPrefix(inner, "killed by signal: ") + "."
 	case strings.HasPrefix(line, "[timed out after "):
 		return "Stopped: timed out after " + strings.TrimPrefix(inner, "timed out after ") + "."
+	case strings.HasPrefix(line, "[sandbox: network access denied under "):
+		return "The sandbox kept the command off the network (the Network option is off)."
 	case strings.HasPrefix(line, "[sandbox: file access denied under "):
 		return "The sandbox denied file access (" + strings.TrimSuffix(strings.TrimPrefix(inner, "sandbox: file access denied under "), " mode") + ")."
 	}

@@ -323,9 +323,7 @@ func runForeground(ctx context.Context, sp spec, timeoutMs float64, conf *confin
 		if v.RunnerFailure {
 			return "", unavailable(sandbox.RunnerFailureError(sandbox.Mode(conf.mode), stderr))
 		}
-		if v.Denied {
-			markers = append(markers, sandbox.Marker(sandbox.Mode(conf.mode)), EscalationMarker)
-		}
+		markers = append(markers, conf.markers(v)...)
 	}
 	if timedOut {
 		markers = append(markers, "[timed out after "+formatMs(timeoutMs)+"ms]")

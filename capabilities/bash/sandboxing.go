@@ -45,6 +45,13 @@ type Sandboxing struct {
 	// TmpBase is where session temp dirs are created; empty means
 	// os.TempDir().
 	TmpBase string
+	// Contain, when set, returns the containment of the session's confined
+	// commands; bash then also advertises `network`, a one-call request
+	// for network access. Nil contains nothing (upstream's argv).
+	Contain func(call *capabilities.Call) Containment
+	// RememberNetwork, when set, makes an "always allow" answer to a
+	// network request stick: the session's Network option turns on.
+	RememberNetwork func(call *capabilities.Call)
 }
 
 // EscalationMarker tells the model a denied command may be retried with
@@ -113,17 +120,31 @@ type confinement struct {
 	confined sandbox.Confined
 }
 
+// markers are the result markers of a classified run: a file denial and
+// its escalation hint, a refused connection and its own.
+func (c *confinement) markers(v sandbox.Verdict) []string {
+	var out []string
+	if v.Denied {
+		out = append(out, sandbox.Marker(sandbox.Mode(c.mode)), EscalationMarker)
+	}
+	if v.NetDenied {
+		out = append(out, sandbox.NetMarker(sandbox.Mode(c.mode)), NetEscalationMarker)
+	}
+	return out
+}
+
 // prepare confines the command of sp for mode; danger-full-access runs it
 // unwrapped. The session's extra workspace roots (Host.Roots) are writable
 // like the root under workspace-write. tmp is the session's temp dir, used
 // when SessionTmp is set. Unavailability is a coded
 // SandboxUnavailableError.
-func (sb *Sandboxing) prepare(ctx context.Context, call *capabilities.Call, sp *spec, mode string, tmp *sessionTmp) (*confinement, error) {
+func (sb *Sandboxing) prepare(ctx context.Context, call *capabilities.Call, sp *spec, mode string, cont Containment, tmp *sessionTmp) (*confinement, error) {
 	if mode == string(sandbox.DangerFullAccess) {
 		return nil, nil
 	}
 	policy := sandbox.Policy{Mode: sandbox.Mode(mode), WorkspaceRoot: sb.Root(call),
-		ExtraRoots: capabilities.HostOf(call.Session).Roots}
+		ExtraRoots: capabilities.HostOf(call.Session).Roots,
+		NoNetwork:  cont.NoNetwork, Hidden: cont.Hidden, Protected: cont.Protected}
 	if sb.SessionTmp {
 		dir, err := tmp.path()
 		if err != nil {

@@ -233,9 +233,7 @@ func terminalResult(out capabilities.TerminalOutput, st capabilities.ExitStatus,
 		if v.RunnerFailure {
 			return "", unavailable(sandbox.RunnerFailureError(sandbox.Mode(conf.mode), out.Output))
 		}
-		if v.Denied {
-			markers = append(markers, sandbox.Marker(sandbox.Mode(conf.mode)), EscalationMarker)
-		}
+		markers = append(markers, conf.markers(v)...)
 	}
 	if timedOut {
 		markers = append(markers, "[timed out after "+formatMs(timeoutMs)+"ms]")

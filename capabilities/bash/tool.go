@@ -140,6 +140,11 @@ func (t *Tool) Schema() *capabilities.Schema {
 			}),
 			capabilities.Opt("justification", capabilities.String("One sentence for the user explaining why this command needs the wider sandbox.")),
 		)
+		if t.opts.Sandbox.Contain != nil {
+			props = append(props, capabilities.Opt("network", capabilities.Boolean(
+				"Ask to run this one command with network access (sandboxed commands have none while the Network option is off); "+
+					"the user must approve, and a justification is required.")))
+		}
 	}
 	return capabilities.Object(props...)
 }
@@ -166,6 +171,7 @@ type args struct {
 	RunInBackground    *bool           `json:"run_in_background"`
 	SandboxPermissions json.RawMessage `json:"sandbox_permissions"`
 	Justification      json.RawMessage `json:"justification"`
+	Network            json.RawMessage `json:"network"`
 }
 
 func parseArgs(raw json.RawMessage) (args, error) {
@@ -190,10 +196,13 @@ func (t *Tool) check(a args) error {
 		return fmt.Errorf("invalid timeoutMs: expected a positive number, got %s", formatMs(*a.TimeoutMs))
 	}
 	hasPerm, hasJust := len(a.SandboxPermissions) > 0, len(a.Justification) > 0
+	askNet := t.opts.Sandbox != nil && t.opts.Sandbox.Contain != nil && a.wantsNetwork()
 	switch {
 	case hasPerm && !hasJust:
 		return errors.New("invalid escalation: sandbox_permissions requires a justification")
-	case hasJust && !hasPerm:
+	case askNet && !hasJust:
+		return errNoJustification
+	case hasJust && !hasPerm && !askNet:
 		return errors.New("invalid escalation: justification is only valid together with sandbox_permissions")
 	}
 	if hasJust {
@@ -241,12 +250,16 @@ func (t *Tool) Run(ctx context.Context, call *capabilities.Call) (capabilities.R
 		if err != nil {
 			return capabilities.Result{}, err
 		}
-		if conf, err = sb.prepare(ctx, call, &sp, mode, t.tmp); err != nil {
+		cont, err := sb.containment(ctx, call, a, mode)
+		if err != nil {
+			return capabilities.Result{}, err
+		}
+		if conf, err = sb.prepare(ctx, call, &sp, mode, cont, t.tmp); err != nil {
 			return capabilities.Result{}, err
 		}
 	}
 	if a.background() {
-		task := startBackground(ctx, sp)
+		task := startBackground(ctx, sp, conf)
 		id := t.opts.Tasks.Register(taskKind, owner(call), taskLabel(a.Command), task)
 		return capabilities.TextResult("started background task " + id), nil
 	}

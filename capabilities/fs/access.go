@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"path/filepath"
 	"syscall"
 
 	"github.com/dsh-acp/dsh-acp/capabilities"
@@ -35,6 +36,14 @@ func (f *files) probe(ctx context.Context, call *capabilities.Call, op Op, tg ta
 	if err != nil {
 		return reach{}, err
 	}
+	if op == OpRead && f.opts.Gate != nil {
+		// A secret inside the root asks before anything is read.
+		if why := f.special(call, op, tg); why != "" {
+			if _, err := f.opts.Gate.Check(ctx, Access{Call: call, Op: op, Path: tg.display, Root: tg.root, Inside: true, Special: why}); err != nil {
+				return reach{}, refused{err}
+			}
+		}
+	}
 	err = do(conf)
 	if !errors.Is(err, capabilities.ErrOutsideRoot) {
 		return reach{files: conf, inside: true}, err
@@ -56,7 +65,31 @@ func (f *files) approve(ctx context.Context, call *capabilities.Call, op Op, tg 
 	if f.opts.Gate == nil || !r.inside {
 		return false, nil
 	}
-	return f.opts.Gate.Check(ctx, Access{Call: call, Op: op, Path: tg.display, Root: tg.root, Inside: true})
+	return f.opts.Gate.Check(ctx, Access{Call: call, Op: op, Path: tg.display, Root: tg.root, Inside: true, Special: f.special(call, op, tg)})
+}
+
+// special is why the target is special for op (Options.Special), judged
+// on its real path: the nearest existing ancestor with links resolved,
+// and the rest of the path as given.
+func (f *files) special(call *capabilities.Call, op Op, tg target) string {
+	if f.opts.Special == nil {
+		return ""
+	}
+	return f.opts.Special(call, op, realPath(tg.display))
+}
+
+// realPath resolves the symbolic links of p's longest existing prefix.
+func realPath(p string) string {
+	rest := ""
+	for dir := p; ; dir = filepath.Dir(dir) {
+		if real, err := filepath.EvalSymlinks(dir); err == nil {
+			return filepath.Join(real, rest)
+		}
+		if filepath.Dir(dir) == dir {
+			return p
+		}
+		rest = filepath.Join(filepath.Base(dir), rest)
+	}
 }
 
 // confinedTo returns the file access confined beneath root (one per root,

@@ -40,6 +40,12 @@ type Options struct {
 	// inside or outside the root as with Confine, whatever Confine says.
 	// Without a Gate, Confine alone decides.
 	Gate Gate
+	// Special, when set with a Gate, says why a path inside a root is
+	// special for op (a secret for every op, a file that runs code later
+	// for writes and edits), or "": such an access asks the Gate (with
+	// Access.Special) although the path is inside. It gets the path with
+	// its symbolic links resolved.
+	Special func(call *capabilities.Call, op Op, path string) string
 	// Confined returns the file access confined beneath a session root
 	// (nil: localfs.New).
 	Confined func(root string) (capabilities.Files, error)

@@ -35,6 +35,10 @@ type Access struct {
 	// Inside reports that the path lies beneath Root (symbolic links
 	// resolved); outside paths are reached unconfined once allowed.
 	Inside bool
+	// Special, when set, says why this path inside a root asks although
+	// the sandbox mode would let it go ahead (Options.Special): it holds
+	// secrets, or it runs code later.
+	Special string
 }
 
 // Gate decides whether a file access may go ahead. The tools consult it
@@ -83,7 +87,7 @@ type ModeGate struct {
 	Remember func(call *capabilities.Call, mode string)
 
 	mu   sync.Mutex      // guards dirs
-	dirs map[string]bool // directories outside the root allowed for the session
+	dirs map[string]bool // directories outside the root, and special paths, allowed for the session
 }
 
 var _ Gate = (*ModeGate)(nil)
@@ -99,13 +103,17 @@ func (g *ModeGate) Check(ctx context.Context, a Access) (bool, error) {
 	switch {
 	case mode == sandbox.DangerFullAccess:
 		return false, nil
-	case a.Inside && !readOnly:
+	case a.Special != "" && g.remembered(a.Path):
+		return false, nil
+	case a.Inside && !readOnly && a.Special == "":
 		return false, nil
 	case !a.Inside && !readOnly && g.remembered(filepath.Dir(a.Path)):
 		return false, nil
 	}
 	why := "it is outside the session root " + a.Root
 	switch {
+	case a.Special != "":
+		why = a.Special
 	case readOnly && a.Inside:
 		why = "the sandbox is read-only"
 	case readOnly:
@@ -125,7 +133,10 @@ func (g *ModeGate) Check(ctx context.Context, a Access) (bool, error) {
 	}
 	req := approval.Request{ToolName: string(a.Op), CallID: a.Call.CallID, Reason: string(a.Op) + " " + quote(a.Path) + ": " + why,
 		Scope: approval.ScopeWrites}
-	if !a.Inside {
+	switch {
+	case a.Special != "":
+		req.Scope = approval.ScopeCall
+	case !a.Inside:
 		req.Scope, req.Subject = approval.ScopeFolder, filepath.Dir(a.Path)
 	}
 	out, err := g.Approver.Request(ctx, a.Call.Session.Log(), req)
@@ -136,6 +147,10 @@ func (g *ModeGate) Check(ctx context.Context, a Access) (bool, error) {
 	case approval.AllowedOnce:
 		return true, nil
 	case approval.AllowedAlways:
+		if a.Special != "" {
+			g.remember(a.Path) // this one path, for the session
+			return true, nil
+		}
 		if readOnly && g.Remember != nil {
 			g.Remember(a.Call, string(sandbox.WorkspaceWrite))
 		}

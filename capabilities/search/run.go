@@ -44,6 +44,10 @@ func (o Options) exec(ctx context.Context, call *capabilities.Call, dir string, 
 	if sb := o.Sandbox; sb != nil {
 		policy := sandbox.Policy{Mode: sandbox.Mode(sb.Mode(call)), WorkspaceRoot: sb.Root(call),
 			ExtraRoots: capabilities.HostOf(call.Session).Roots}
+		if sb.Hidden != nil {
+			// ripgrep never needs the network, and reads no secret.
+			policy.NoNetwork, policy.Hidden = true, sb.Hidden(call)
+		}
 		c, err := sb.Confiner.Confine(ctx, argv, policy)
 		if err != nil {
 			return run{}, err

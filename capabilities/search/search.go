@@ -54,6 +54,9 @@ type Sandboxing struct {
 	Mode func(call *capabilities.Call) string
 	// Root returns the writable workspace root for a call.
 	Root func(call *capabilities.Call) string
+	// Hidden, when set, returns the paths a call's search cannot read
+	// (sandbox.Policy.Hidden); ripgrep then also runs without network.
+	Hidden func(call *capabilities.Call) []string
 }
 
 // Options configure the search tools. Zero fields take the defaults.

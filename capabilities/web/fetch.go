@@ -24,7 +24,7 @@ import (
 // Fetch is the web_fetch tool.
 type Fetch struct {
 	opts    Options
-	domains domains
+	origins approvals // allowed for the session
 }
 
 // fetchArgs are web_fetch's parameters.
@@ -40,8 +40,9 @@ func (*Fetch) Name() string { return "web_fetch" }
 // Description implements capabilities.Tool.
 func (f *Fetch) Description() string {
 	return fmt.Sprintf("Fetch a web page (HTTP or HTTPS GET) and return its readable content as markdown; text and JSON "+
-		"come back as they are. At most %d MB are read and redirects are followed within the same host only. The first "+
-		"fetch from a domain in a session asks the user.", f.opts.MaxBytes>>20)
+		"come back as they are. At most %d MB are read. The first fetch from an origin (scheme, host and port) in a session "+
+		"asks the user, and so does a redirect to another one; addresses on the user's machine or network are refused "+
+		"unless the user approves them.", f.opts.MaxBytes>>20)
 }
 
 // Schema implements capabilities.Tool.
@@ -77,12 +78,13 @@ func (f *Fetch) Run(ctx context.Context, call *capabilities.Call) (capabilities.
 		}
 		budget = min(time.Duration(*a.TimeoutMs*float64(time.Millisecond)), MaxTimeout)
 	}
-	if err := f.permit(ctx, call, u); err != nil {
+	scope := &approvals{} // what the user allowed once, for this fetch
+	if err := f.permit(ctx, call, u, scope); err != nil {
 		return capabilities.Result{}, err
 	}
 	ctx, cancel := context.WithTimeout(ctx, budget)
 	defer cancel()
-	page, err := f.get(ctx, u)
+	page, err := f.get(ctx, call, u, scope)
 	if err != nil {
 		if errors.Is(ctx.Err(), context.DeadlineExceeded) {
 			return capabilities.Result{}, fmt.Errorf("fetch %s timed out after %s and was stopped", u, budget)
@@ -92,34 +94,56 @@ func (f *Fetch) Run(ctx context.Context, call *capabilities.Call) (capabilities.
 	return capabilities.TextResult(page.render(a.Raw, f.opts.MaxBytes)), nil
 }
 
-// permit asks the user before the first fetch from u's host in the
-// session; "always" allows the host for the rest of the session.
-func (f *Fetch) permit(ctx context.Context, call *capabilities.Call, u *url.URL) error {
-	host := u.Hostname()
-	if f.opts.Approver == nil || f.domains.allowed(host) {
+// permit judges a request to u (the first one of a fetch, or a redirect
+// hop): an origin allowed for the session, or for this fetch (scope),
+// goes ahead; any other asks the user, saying when it is a private
+// destination. "Always" allows the origin for the rest of the session,
+// once for this fetch. Without an Approver every public origin goes
+// ahead and a private one is refused, unless Options.AllowPrivate.
+func (f *Fetch) permit(ctx context.Context, call *capabilities.Call, u *url.URL, scope *approvals) error {
+	o := originOf(u)
+	if ok, _ := f.origins.allowed(o); ok {
+		return nil
+	}
+	if ok, _ := scope.allowed(o); ok {
+		return nil
+	}
+	private := ""
+	if !f.opts.AllowPrivate {
+		private = f.privateDestination(ctx, o)
+	}
+	if f.opts.Approver == nil {
+		if private != "" {
+			return fmt.Errorf("fetch %s: refused: %s is %s, and there is no one to approve it", u, o, private)
+		}
 		return nil
 	}
 	if call.Session == nil || call.Session.Log() == nil {
-		return fmt.Errorf("fetch %s: %s needs approval, and the call has no session to ask through", u, host)
+		return fmt.Errorf("fetch %s: %s needs approval, and the call has no session to ask through", u, o)
 	}
+	reason := fmt.Sprintf("fetch %s: the first request to %s in this session", u, o)
+	if private != "" {
+		reason += fmt.Sprintf("; it is %s, on your machine or network, which a web page should not reach without you", private)
+	}
+	reason += fmt.Sprintf(" (\"always\" allows %s for the rest of the session)", o)
 	out, err := f.opts.Approver.Request(ctx, call.Session.Log(), approval.Request{ToolName: "web_fetch", CallID: call.CallID,
-		Reason: fmt.Sprintf("fetch %s: the first request to %s in this session (\"always\" allows %s for the rest of the session)", u, host, host),
-		Scope:  approval.ScopeHost, Subject: host})
+		Reason: reason, Scope: approval.ScopeHost, Subject: o.String()})
 	if err != nil {
 		return fmt.Errorf("fetch %s: approval failed: %w", u, err)
 	}
 	switch out {
 	case approval.AllowedAlways:
-		f.domains.allow(host)
+		f.origins.allow(o, private != "")
 		return nil
 	case approval.AllowedOnce:
+		scope.allow(o, private != "")
 		return nil
 	case approval.Rejected:
-		return fmt.Errorf("fetch %s: the user (or the approval policy \"never\") refused access to %s", u, host)
+		return fmt.Errorf("fetch %s: the user (or the approval policy \"never\") refused access to %s", u, o)
 	case approval.Cancelled:
 		return fmt.Errorf("fetch %s: the approval request was cancelled", u)
 	}
-	return fmt.Errorf("fetch %s: %s needs approval, and no approval channel is available", u, host)
+	return fmt.Errorf("fetch %s: %s needs approval, and no approval channel is available", u, o)
 }
 
 // page is a fetched response.
@@ -131,17 +155,28 @@ type page struct {
 	cut         bool // the body was longer than the cap
 }
 
-// get fetches u, following redirects within its host.
-func (f *Fetch) get(ctx context.Context, u *url.URL) (*page, error) {
+// get fetches u, each redirect hop judged like a first request, every
+// connection through the fetch's guarded dialer.
+func (f *Fetch) get(ctx context.Context, call *capabilities.Call, u *url.URL, scope *approvals) (*page, error) {
 	client := *f.opts.Client
+	tr, err := guardedTransport(client.Transport)
+	if err != nil {
+		return nil, fmt.Errorf("fetch %s: %w", u, err)
+	}
+	tr.DialContext = f.dialer(scope)
+	defer tr.CloseIdleConnections()
+	client.Transport = tr
 	redirects := 0
 	client.CheckRedirect = func(req *http.Request, via []*http.Request) error {
 		redirects++
 		if redirects > f.opts.MaxRedirects {
 			return fmt.Errorf("stopped after %d redirects (last to %s)", f.opts.MaxRedirects, req.URL)
 		}
-		if req.URL.Hostname() != u.Hostname() {
-			return &crossHost{to: req.URL}
+		if req.URL.Scheme != "http" && req.URL.Scheme != "https" {
+			return &crossHost{to: req.URL, err: errors.New("not an http:// or https:// URL")}
+		}
+		if err := f.permit(req.Context(), call, req.URL, scope); err != nil {
+			return &crossHost{to: req.URL, err: err}
 		}
 		return nil
 	}
@@ -155,7 +190,7 @@ func (f *Fetch) get(ctx context.Context, u *url.URL) (*page, error) {
 	if err != nil {
 		var ch *crossHost
 		if errors.As(err, &ch) {
-			return nil, fmt.Errorf("fetch %s: redirected to another host, %s; fetch that URL to follow it", u, ch.to)
+			return nil, fmt.Errorf("fetch %s: redirected to %s, which was not followed: %w", u, ch.to, ch.err)
 		}
 		var ue *url.Error
 		if errors.As(err, &ue) {
@@ -175,10 +210,31 @@ func (f *Fetch) get(ctx context.Context, u *url.URL) (*page, error) {
 	return p, nil
 }
 
-// crossHost stops a redirect to another host.
-type crossHost struct{ to *url.URL }
+// crossHost stops a redirect the hop check refused.
+type crossHost struct {
+	to  *url.URL
+	err error
+}
 
-func (c *crossHost) Error() string { return "redirect to another host: " + c.to.String() }
+func (c *crossHost) Error() string {
+	return "redirect to " + c.to.String() + " refused: " + c.err.Error()
+}
+
+// guardedTransport is a fresh copy of the client's transport for one
+// fetch, to get the fetch's dialer: no proxy (it would dial for us,
+// unchecked) and no connection shared with another fetch.
+func guardedTransport(rt http.RoundTripper) (*http.Transport, error) {
+	base, ok := rt.(*http.Transport)
+	switch {
+	case rt == nil:
+		base = http.DefaultTransport.(*http.Transport)
+	case !ok:
+		return nil, errors.New("the HTTP client's transport cannot be guarded (not an *http.Transport)")
+	}
+	tr := base.Clone()
+	tr.Proxy = nil
+	return tr, nil
+}
 
 // render turns the page into the tool's text.
 func (p *page) render(raw bool, limit int64) string {

@@ -1,12 +1,13 @@
 // Package web holds the web tools: web_fetch (an HTTP(S) GET with size
-// and time caps, HTML turned into markdown, asked for per domain) and
+// and time caps, HTML turned into markdown, asked for per origin, private
+// destinations refused unless approved as such) and
 // web_search (behind a Provider; mounted only when one is configured).
 package web
 
 import (
 	"context"
+	"net"
 	"net/http"
-	"sync"
 	"time"
 
 	"github.com/dsh-acp/dsh-acp/approval"
@@ -51,6 +52,17 @@ type Options struct {
 	UserAgent string
 	// Search answers web_search (nil: the tool is not mounted).
 	Search Provider
+	// Resolver looks up the hosts fetched (nil: net.DefaultResolver).
+	// Private destinations are judged on what it returns.
+	Resolver Resolver
+	// Dialer connects to the addresses resolved (nil: a net.Dialer whose
+	// Control hook checks the address actually connected to).
+	Dialer Dialer
+	// AllowPrivate lets fetches reach private destinations (loopback,
+	// link-local, private networks, cloud metadata, local names) without
+	// an approval. Otherwise such a destination asks the Approver, and
+	// without one it is refused.
+	AllowPrivate bool
 }
 
 func (o Options) withDefaults() Options {
@@ -69,6 +81,9 @@ func (o Options) withDefaults() Options {
 	if o.Client == nil {
 		o.Client = &http.Client{}
 	}
+	if o.Resolver == nil {
+		o.Resolver = net.DefaultResolver
+	}
 	return o
 }
 
@@ -82,25 +97,4 @@ func New(o Options) []capabilities.Tool {
 		tools = append(tools, &Search{opts: o})
 	}
 	return tools
-}
-
-// domains is the set of domains the user allowed for the session.
-type domains struct {
-	mu sync.Mutex
-	ok map[string]bool
-}
-
-func (d *domains) allowed(host string) bool {
-	d.mu.Lock()
-	defer d.mu.Unlock()
-	return d.ok[host]
-}
-
-func (d *domains) allow(host string) {
-	d.mu.Lock()
-	defer d.mu.Unlock()
-	if d.ok == nil {
-		d.ok = map[string]bool{}
-	}
-	d.ok[host] = true
 }

@@ -1,0 +1,336 @@
+//go:build linux
+
+package composition_test
+
+import (
+	"context"
+	"encoding/json"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/dsh-acp/dsh-acp/composition"
+	"github.com/dsh-acp/dsh-acp/internal/acpclient"
+	"github.com/dsh-acp/dsh-acp/sandbox"
+)
+
+// sink is a loopback TCP listener that counts connections and bytes.
+type sink struct {
+	ln           net.Listener
+	conns, bytes atomic.Int64
+}
+
+func newSink(t *testing.T) *sink {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	s := &sink{ln: ln}
+	t.Cleanup(func() { _ = ln.Close() })
+	go func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			s.conns.Add(1)
+			go func() {
+				defer c.Close()
+				_ = c.SetDeadline(time.Now().Add(5 * time.Second))
+				buf := make([]byte, 4096)
+				n, _ := c.Read(buf)
+				s.bytes.Add(int64(n))
+				_, _ = c.Write([]byte("HTTP/1.0 200 OK\r\nContent-Length: 2\r\n\r\nok"))
+			}()
+		}
+	}()
+	return s
+}
+
+func (s *sink) url() string { return "http://" + s.ln.Addr().String() + "/" }
+
+// containLab is a fake home outside /tmp (so that every backend shows it)
+// holding secrets, the agent's state and a git workspace, served by the
+// default composition confined by one backend; permission requests are
+// answered with answer's current option and recorded.
+type containLab struct {
+	home, ws, key string
+	srv           *server
+	p             *scriptedProvider
+	root          string
+
+	mu     sync.Mutex
+	answer string
+	asked  []permissionCall
+}
+
+func containBackends(t *testing.T) map[string]sandbox.Backend {
+	launcher, err := sandbox.HelperLauncher()
+	require.NoError(t, err)
+	return map[string]sandbox.Backend{
+		"bwrap":              &sandbox.Bwrap{},
+		"landlock":           &sandbox.Landlock{Launcher: launcher},
+		"landlock-subreaper": &sandbox.Landlock{Launcher: launcher, NoNamespaces: true},
+	}
+}
+
+func newContainLab(t *testing.T, b sandbox.Backend, wsIsHome bool) *containLab {
+	t.Helper()
+	prov := sandbox.NewProvider(b)
+	if _, _, err := prov.Select(context.Background(), sandbox.ReadOnly); err != nil {
+		if strings.Contains(os.Getenv("DSH_SANDBOX_REQUIRE"), b.Name()) {
+			t.Fatalf("%s is required but unusable: %v", b.Name(), err)
+		}
+		t.Skipf("SANDBOX NOT TESTED: %s unusable: %v", b.Name(), err)
+	}
+	base, err := os.MkdirTemp("/var/tmp", "dsh-contain-")
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = os.RemoveAll(base) })
+	l := &containLab{home: filepath.Join(base, "home"), answer: "reject-once", root: t.TempDir()}
+	l.ws = filepath.Join(l.home, "proj")
+	if wsIsHome {
+		l.ws = l.home
+	}
+	l.key = filepath.Join(l.home, ".ssh", "id_rsa")
+	for _, d := range []string{filepath.Dir(l.key), l.ws, filepath.Join(l.home, ".local", "state", "dsh-acp")} {
+		require.NoError(t, os.MkdirAll(d, 0o755))
+	}
+	require.NoError(t, os.WriteFile(l.key, []byte("-----BEGIN PRIVATE KEY-----\n"), 0o600))
+	require.NoError(t, os.WriteFile(l.statePath(), []byte("{}\n"), 0o600))
+	if out, err := exec.Command("git", "init", "-q", l.ws).CombinedOutput(); err != nil {
+		t.Skipf("git init: %v %s", err, out)
+	}
+	require.NoError(t, os.WriteFile(filepath.Join(l.ws, "main.go"), []byte("package main\n"), 0o644))
+	l.p = newProvider()
+	answer := func(method string, params json.RawMessage) any {
+		if method != "session/request_permission" {
+			return nil
+		}
+		var pc permissionCall
+		require.NoError(t, json.Unmarshal(params, &pc))
+		l.mu.Lock()
+		defer l.mu.Unlock()
+		l.asked = append(l.asked, pc)
+		return map[string]any{"outcome": map[string]any{"outcome": "selected", "optionId": l.answer}}
+	}
+	l.srv = serveWith(t, "default", openStore(t, l.root), l.ws, l.p, map[string]any{}, answer, func(o *composition.ServerOptions) {
+		o.Confiner = prov
+		o.Getenv = func(k string) string {
+			if k == "HOME" {
+				return l.home
+			}
+			return ""
+		}
+	})
+	return l
+}
+
+func (l *containLab) statePath() string {
+	return filepath.Join(l.home, ".local", "state", "dsh-acp", "permissions.json")
+}
+
+func (l *containLab) setAnswer(a string) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.answer = a
+}
+
+func (l *containLab) requests() []permissionCall {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return append([]permissionCall(nil), l.asked...)
+}
+
+// bash runs one prompt whose model calls bash with args, and returns the
+// text of its result.
+func (l *containLab) call(t *testing.T, sid, prompt, tool string, args map[string]any) toolResult {
+	t.Helper()
+	raw, _ := json.Marshal(args)
+	l.p.script(prompt, toolCall{Name: tool, Args: string(raw)})
+	l.srv.prompt(t, sid, prompt)
+	rs := toolResults(t, readLog(t, l.root, sid))
+	require.NotEmpty(t, rs)
+	return rs[len(rs)-1]
+}
+
+// With the Network option off (the default), a confined command's
+// connection to a loopback listener delivers nothing and its result says
+// why; asked for one call and allowed, it gets through; refused, nothing
+// is sent; "always allow" turns the option on for the session.
+func TestContainedNetwork(t *testing.T) {
+	for name, b := range containBackends(t) {
+		t.Run(name, func(t *testing.T) {
+			l := newContainLab(t, b, false)
+			s := newSink(t)
+			sid := l.srv.newSession(t, l.ws).SessionID
+			curl := "curl -sS --max-time 5 --data EXFIL " + s.url()
+			r := l.call(t, sid, "plain", "bash", map[string]any{"command": curl, "description": "send"})
+			assert.Zero(t, s.conns.Load(), r.text())
+			assert.Zero(t, s.bytes.Load())
+			assert.Contains(t, r.text(), sandbox.NetMarker(sandbox.WorkspaceWrite))
+
+			// Refused: still nothing.
+			l.setAnswer("reject-once")
+			r = l.call(t, sid, "refused", "bash", map[string]any{"command": curl, "description": "send", "network": true,
+				"justification": "it uploads the build"})
+			assert.True(t, r.IsError, r.text())
+			assert.Zero(t, s.conns.Load())
+			asked := l.requests()
+			require.Len(t, asked, 1)
+			assert.Contains(t, asked[0].texts(), "with network access")
+			assert.Contains(t, asked[0].texts(), curl)
+
+			// Allowed once: the bytes arrive.
+			l.setAnswer("allow-once")
+			r = l.call(t, sid, "once", "bash", map[string]any{"command": curl, "description": "send", "network": true,
+				"justification": "it uploads the build"})
+			assert.False(t, r.IsError, r.text())
+			assert.Equal(t, int64(1), s.conns.Load(), r.text())
+			assert.Positive(t, s.bytes.Load())
+
+			// Once means once.
+			r = l.call(t, sid, "again", "bash", map[string]any{"command": curl, "description": "send"})
+			assert.Equal(t, int64(1), s.conns.Load(), r.text())
+
+			// Always: the option turns on, logged, and later calls connect.
+			l.setAnswer("allow-always")
+			l.call(t, sid, "always", "bash", map[string]any{"command": curl, "description": "send", "network": true,
+				"justification": "it uploads the build"})
+			assert.Equal(t, int64(2), s.conns.Load())
+			assert.Contains(t, ofType(readLog(t, l.root, sid), "bash/network"), `{"network":"on"}`)
+			l.call(t, sid, "after", "bash", map[string]any{"command": curl, "description": "send"})
+			assert.Equal(t, int64(3), s.conns.Load())
+
+			// Background tasks obey the option too.
+			assert.Equal(t, "off", l.srv.setConfig(t, sid, "network", "off").values()["network"])
+			l.call(t, sid, "background", "bash", map[string]any{"command": curl, "description": "send", "run_in_background": true})
+			deadline := time.Now().Add(8 * time.Second)
+			settled := ""
+			for time.Now().Before(deadline) && settled == "" {
+				settled = l.taskOutput(t, sid)
+			}
+			assert.Equal(t, int64(3), s.conns.Load(), "a background task reached the listener")
+			assert.Contains(t, settled, sandbox.NetMarker(sandbox.WorkspaceWrite), "the settled task says why")
+		})
+	}
+}
+
+// taskOutput reads the background task's output through task_output.
+func (l *containLab) taskOutput(t *testing.T, sid string) string {
+	t.Helper()
+	r := l.call(t, sid, "output-"+time.Now().Format("150405.000000000"), "task_output", map[string]any{"task_id": "bash-1"})
+	text := r.text()
+	if strings.Contains(text, "running") {
+		return ""
+	}
+	return text
+}
+
+// A planted private key and the agent's own state are out of a confined
+// command's reach even when the workspace root is the home that holds
+// them; the read tool asks for the key inside the root, and refused, shows
+// nothing of it.
+func TestContainedSecrets(t *testing.T) {
+	for name, b := range containBackends(t) {
+		t.Run(name, func(t *testing.T) {
+			l := newContainLab(t, b, true)
+			sid := l.srv.newSession(t, l.ws).SessionID
+			r := l.call(t, sid, "steal", "bash", map[string]any{"command": "cat " + l.key + "; cat " + l.ws + "/main.go",
+				"description": "read"})
+			assert.NotContains(t, r.text(), "PRIVATE KEY")
+			assert.Contains(t, r.text(), "package main", "other files stay readable")
+			l.call(t, sid, "forge", "bash", map[string]any{"command": `echo '{"forged":1}' > ` + l.statePath(), "description": "grant"})
+			got, _ := os.ReadFile(l.statePath())
+			assert.Equal(t, "{}\n", string(got), "a confined command wrote the agent's grants")
+
+			l.setAnswer("reject-once")
+			r = l.call(t, sid, "read-key", "read", map[string]any{"file_path": l.key})
+			assert.True(t, r.IsError)
+			assert.NotContains(t, r.text(), "PRIVATE KEY")
+			asked := l.requests()
+			require.NotEmpty(t, asked)
+			assert.Contains(t, asked[len(asked)-1].texts(), "secrets")
+		})
+	}
+}
+
+// Git hooks and config cannot be written by a confined command, the write
+// tool asks (and refused, writes nothing) while a commit still works.
+func TestContainedProtectedFiles(t *testing.T) {
+	for name, b := range containBackends(t) {
+		t.Run(name, func(t *testing.T) {
+			l := newContainLab(t, b, false)
+			sid := l.srv.newSession(t, l.ws).SessionID
+			hook := filepath.Join(l.ws, ".git", "hooks", "pre-commit")
+			cfg := filepath.Join(l.ws, ".git", "config")
+			before, err := os.ReadFile(cfg)
+			require.NoError(t, err)
+
+			l.setAnswer("reject-once")
+			r := l.call(t, sid, "write-hook", "write", map[string]any{"file_path": hook, "content": "#!/bin/sh\ntouch PWNED\n"})
+			assert.True(t, r.IsError, r.text())
+			assert.False(t, exists(hook))
+			asked := l.requests()
+			require.NotEmpty(t, asked)
+			assert.Contains(t, asked[len(asked)-1].texts(), "runs code later")
+
+			if name != "landlock-subreaper" { // docs/security.md: not enforceable there
+				l.call(t, sid, "plant", "bash", map[string]any{"command": "printf '#!/bin/sh\\ntouch PWNED\\n' > " + hook +
+					"; chmod +x " + hook + "; git config core.fsmonitor 'touch PWNED'", "description": "plant"})
+				assert.False(t, exists(hook), "bash wrote a git hook")
+				after, _ := os.ReadFile(cfg)
+				assert.Equal(t, string(before), string(after), "bash changed .git/config")
+			}
+			r = l.call(t, sid, "commit", "bash", map[string]any{"command": "git add main.go && git -c user.name=t -c user.email=t@t commit -qm one && git log --oneline | wc -l",
+				"description": "commit"})
+			assert.False(t, r.IsError)
+			assert.Contains(t, r.text(), "1", r.text())
+			assert.NotContains(t, r.text(), "exit code", r.text())
+			assert.False(t, exists(filepath.Join(l.ws, "PWNED")))
+		})
+	}
+}
+
+// A command run in the editor's terminal is kept off the network as well:
+// the editor is handed the contained argv, the listener gets nothing, and
+// the result says why.
+func TestContainedNetworkInTheEditorsTerminal(t *testing.T) {
+	project := t.TempDir()
+	store := t.TempDir()
+	p := newProvider()
+	terms := &acpclient.Terminals{}
+	s := serveClient(t, "default", openStore(t, store), project, p, acpclient.Options{Terminals: terms}, nil)
+	sid := s.newSession(t, project).SessionID
+	sk := newSink(t)
+	args, _ := json.Marshal(map[string]string{"command": "curl -sS --max-time 5 --data EXFIL " + sk.url(), "description": "send"})
+	p.script("send", toolCall{Name: "bash", Args: string(args)})
+	s.prompt(t, sid, "send")
+	awaitReleased(t, terms)
+	require.NotEmpty(t, terms.Created(), "the command ran in the editor's terminal")
+	assert.Zero(t, sk.conns.Load())
+	assert.Contains(t, lastResult(t, store, sid).text(), sandbox.NetMarker(sandbox.WorkspaceWrite))
+}
+
+// A protected file that does not exist yet cannot be created by a confined
+// command when its directory exists (.vscode without settings.json), nor
+// can a missing .git/hooks.
+func TestContainedMissingProtectedFiles(t *testing.T) {
+	l := newContainLab(t, &sandbox.Bwrap{}, false)
+	require.NoError(t, os.Mkdir(filepath.Join(l.ws, ".vscode"), 0o755))
+	require.NoError(t, os.RemoveAll(filepath.Join(l.ws, ".git", "hooks")))
+	sid := l.srv.newSession(t, l.ws).SessionID
+	settings := filepath.Join(l.ws, ".vscode", "settings.json")
+	hook := filepath.Join(l.ws, ".git", "hooks", "pre-commit")
+	l.call(t, sid, "plant", "bash", map[string]any{"command": "echo '{}' > " + settings + "; mkdir -p .git/hooks; echo x > " + hook,
+		"description": "plant"})
+	assert.False(t, exists(settings), "bash created .vscode/settings.json")
+	assert.False(t, exists(hook), "bash created a git hook")
+}

@@ -1,0 +1,251 @@
+//go:build linux
+
+package sandbox
+
+import (
+	"context"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+)
+
+// listener is a loopback TCP listener that counts its connections and the
+// bytes they deliver.
+type listener struct {
+	ln           net.Listener
+	conns, bytes atomic.Int64
+}
+
+func listen(t *testing.T) *listener {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	l := &listener{ln: ln}
+	t.Cleanup(func() { _ = ln.Close() })
+	go func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			l.conns.Add(1)
+			go func() {
+				defer c.Close()
+				buf := make([]byte, 4096)
+				for {
+					_ = c.SetReadDeadline(time.Now().Add(5 * time.Second))
+					n, err := c.Read(buf)
+					l.bytes.Add(int64(n))
+					if err != nil {
+						return
+					}
+				}
+			}()
+		}
+	}()
+	return l
+}
+
+func (l *listener) port() string {
+	return strings.TrimPrefix(l.ln.Addr().String(), "127.0.0.1:")
+}
+
+// sendScript writes a payload to the listener with bash's /dev/tcp.
+func (l *listener) sendScript() string {
+	return "exec 3<>/dev/tcp/127.0.0.1/" + l.port() + " && printf SECRET >&3 && exec 3>&-"
+}
+
+// TestNoNetwork: with NoNetwork, a confined command reaches no host
+// listener (0 connections, 0 bytes) and the failure reads as a network
+// denial; without it, the same command delivers its bytes.
+func TestNoNetwork(t *testing.T) {
+	for _, bc := range realBackends {
+		t.Run(bc.name, func(t *testing.T) {
+			b := bc.new(t)
+			f := newEscapeFixture(t)
+			for _, mode := range []Mode{ReadOnly, WorkspaceWrite} {
+				l := listen(t)
+				policy := Policy{Mode: mode, WorkspaceRoot: f.root, NoNetwork: true}
+				c, err := providerFor(b).Confine(context.Background(), []string{"bash", "-c", l.sendScript()}, policy)
+				requireBackend(t, b)
+				if err != nil {
+					t.Fatal(err)
+				}
+				r := run(t, spawn{argv: c.Argv, setup: c.Setup}, f.root)
+				if r.code == 0 || l.conns.Load() != 0 || l.bytes.Load() != 0 {
+					t.Fatalf("%s: exit %d, %d connections, %d bytes (stderr %q)", mode, r.code, l.conns.Load(), l.bytes.Load(), r.stderr)
+				}
+				if v := c.Classify(r.code, r.stderr); !v.NetDenied || v.Denied || v.RunnerFailure {
+					t.Fatalf("%s: stderr %q: verdict %+v, want a network denial", mode, r.stderr, v)
+				}
+				// The same command with the network on gets through.
+				policy.NoNetwork = false
+				r = run(t, confinePolicy(t, b, policy, l.sendScript()), f.root)
+				expectOK(t, b, r)
+				deadline := time.Now().Add(5 * time.Second)
+				for l.bytes.Load() < 6 && time.Now().Before(deadline) {
+					time.Sleep(5 * time.Millisecond)
+				}
+				if l.bytes.Load() != 6 {
+					t.Fatalf("%s with network: %d bytes arrived, want 6", mode, l.bytes.Load())
+				}
+			}
+		})
+	}
+}
+
+// TestNoNetworkSubreaperTCP: the Landlock helper outside namespaces denies
+// TCP by rule (ABI 4+).
+func TestNoNetworkRuleOnly(t *testing.T) {
+	b := &Landlock{Launcher: testLauncher(t), NoNamespaces: true}
+	requireBackend(t, b)
+	l := listen(t)
+	f := newEscapeFixture(t)
+	script := "python3 -c 'import socket; s=socket.create_connection((\"127.0.0.1\", " + l.port() + ")); s.sendall(b\"x\")'"
+	if _, err := exec.LookPath("python3"); err != nil {
+		script = l.sendScript()
+	}
+	r := run(t, confinePolicy(t, b, Policy{Mode: WorkspaceWrite, WorkspaceRoot: f.root, NoNetwork: true}, script), f.root)
+	if r.code == 0 || l.conns.Load() != 0 {
+		t.Fatalf("exit %d, %d connections (stderr %q)", r.code, l.conns.Load(), r.stderr)
+	}
+}
+
+// containFixture is a home with secrets and a workspace beneath it (the
+// user opened the home) holding a git repository.
+type containFixture struct {
+	home, ws, key, netrc, state string
+}
+
+func newContainFixture(t *testing.T) containFixture {
+	t.Helper()
+	base := testBase(t)
+	f := containFixture{home: filepath.Join(base, "home")}
+	f.ws = filepath.Join(f.home, "proj")
+	f.key = filepath.Join(f.home, ".ssh", "id_rsa")
+	f.netrc = filepath.Join(f.home, ".netrc")
+	f.state = filepath.Join(f.home, ".local", "state", "dsh-acp")
+	for _, d := range []string{filepath.Dir(f.key), f.ws, f.state, filepath.Join(f.ws, ".git", "hooks")} {
+		if err := os.MkdirAll(d, 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for p, body := range map[string]string{f.key: "PRIVATE KEY\n", f.netrc: "machine x password hunter2\n",
+		filepath.Join(f.state, "permissions.json"): "{}\n", filepath.Join(f.home, "notes.txt"): "notes\n",
+		filepath.Join(f.ws, ".git", "config"): "[core]\n", filepath.Join(f.ws, "main.go"): "package main\n"} {
+		if err := os.WriteFile(p, []byte(body), 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return f
+}
+
+func (f containFixture) policy(mode Mode, root string) Policy {
+	return Policy{Mode: mode, WorkspaceRoot: root, Hidden: []string{filepath.Dir(f.key), f.netrc, f.state},
+		Protected: []string{filepath.Join(f.ws, ".git", "hooks"), filepath.Join(f.ws, ".git", "config")}}
+}
+
+// TestHidden: secrets read as nothing, whatever the mode and even when
+// the workspace root is the home that holds them; the agent's state dir
+// cannot be written; everything else reads as before.
+func TestHidden(t *testing.T) {
+	for _, bc := range realBackends {
+		t.Run(bc.name, func(t *testing.T) {
+			b := bc.new(t)
+			f := newContainFixture(t)
+			for _, root := range []string{f.ws, f.home} {
+				for _, mode := range []Mode{ReadOnly, WorkspaceWrite} {
+					p := f.policy(mode, root)
+					r := run(t, confinePolicy(t, b, p, "cat "+f.key+" "+f.netrc+" 2>/dev/null; cat "+filepath.Join(f.home, "notes.txt")), f.ws)
+					if strings.Contains(r.stdout, "PRIVATE") || strings.Contains(r.stdout, "hunter2") || !strings.Contains(r.stdout, "notes") {
+						t.Fatalf("%s root %s: stdout %q stderr %q", mode, root, r.stdout, r.stderr)
+					}
+					perm := filepath.Join(f.state, "permissions.json")
+					_ = run(t, confinePolicy(t, b, p, "echo '{\"pwned\":1}' > "+perm+"; echo x > "+filepath.Join(f.state, "new.json")), f.ws)
+					if got, _ := os.ReadFile(perm); string(got) != "{}\n" || exists(filepath.Join(f.state, "new.json")) {
+						t.Fatalf("%s root %s: the state dir was written: %q", mode, root, got)
+					}
+				}
+			}
+		})
+	}
+}
+
+// TestProtected: under workspace-write, .git/hooks and .git/config cannot
+// be written while a git commit in the workspace succeeds.
+func TestProtected(t *testing.T) {
+	if _, err := exec.LookPath("git"); err != nil {
+		t.Skip("git is not installed")
+	}
+	for _, bc := range realBackends {
+		t.Run(bc.name, func(t *testing.T) {
+			b := bc.new(t)
+			if bc.name == "landlock-subreaper" {
+				t.Skip("the Landlock helper outside namespaces cannot keep a path read-only beneath a writable root (docs/security.md)")
+			}
+			f := newContainFixture(t)
+			if out, err := exec.Command("git", "init", "-q", f.ws).CombinedOutput(); err != nil {
+				t.Fatalf("git init: %v %s", err, out)
+			}
+			p := f.policy(WorkspaceWrite, f.ws)
+			hook := filepath.Join(f.ws, ".git", "hooks", "pre-commit")
+			cfg := filepath.Join(f.ws, ".git", "config")
+			before, _ := os.ReadFile(cfg)
+			r := run(t, confinePolicy(t, b, p, "printf '#!/bin/sh\\ntouch PWNED\\n' > "+hook+"; git config core.fsmonitor 'touch PWNED'; echo '[alias] x = !touch PWNED' >> "+cfg), f.ws)
+			if exists(hook) {
+				t.Fatalf("the hook was written (stderr %q)", r.stderr)
+			}
+			if after, _ := os.ReadFile(cfg); string(after) != string(before) {
+				t.Fatalf(".git/config changed: %q", after)
+			}
+			r = run(t, confinePolicy(t, b, p, "git add main.go && git -c user.name=t -c user.email=t@t commit -qm one && git log --oneline | wc -l"), f.ws)
+			expectOK(t, b, r)
+			if strings.TrimSpace(r.stdout) != "1" {
+				t.Fatalf("git commit: stdout %q stderr %q", r.stdout, r.stderr)
+			}
+		})
+	}
+}
+
+// TestNoNetworkUDP: where the command gets its own network namespace
+// (bwrap, the Landlock helper in namespaces), no datagram reaches a host
+// UDP socket either. (The Landlock subreaper leaves UDP open below ABI
+// 10: docs/security.md.)
+func TestNoNetworkUDP(t *testing.T) {
+	for _, bc := range realBackends {
+		t.Run(bc.name, func(t *testing.T) {
+			b := bc.new(t)
+			requireBackend(t, b)
+			if !bc.namespaces(b) {
+				t.Skip("no network namespace as a subreaper: UDP is denied by rule only from Landlock ABI 10")
+			}
+			pc, err := net.ListenPacket("udp", "127.0.0.1:0")
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer pc.Close()
+			f := newEscapeFixture(t)
+			port := strings.TrimPrefix(pc.LocalAddr().String(), "127.0.0.1:")
+			r := run(t, confinePolicy(t, b, Policy{Mode: WorkspaceWrite, WorkspaceRoot: f.root, NoNetwork: true},
+				"echo LEAK > /dev/udp/127.0.0.1/"+port), f.root)
+			_ = pc.SetReadDeadline(time.Now().Add(300 * time.Millisecond))
+			buf := make([]byte, 64)
+			if n, _, err := pc.ReadFrom(buf); err == nil {
+				t.Fatalf("a datagram arrived: %q (exit %d, stderr %q)", buf[:n], r.code, r.stderr)
+			}
+			// The same without containment arrives (the test can fail).
+			r = run(t, confinePolicy(t, b, Policy{Mode: WorkspaceWrite, WorkspaceRoot: f.root}, "echo OK > /dev/udp/127.0.0.1/"+port), f.root)
+			_ = pc.SetReadDeadline(time.Now().Add(5 * time.Second))
+			if n, _, err := pc.ReadFrom(buf); err != nil || !strings.Contains(string(buf[:n]), "OK") {
+				t.Fatalf("with the network on: %v %q (stderr %q)", err, buf[:n], r.stderr)
+			}
+		})
+	}
+}
