@@ -86,7 +86,8 @@ tools:
 FUZZTIME ?=
 FUZZ_TARGETS := ./acp:FuzzLineStream:20000x ./acp:FuzzEnvelope:20000x ./acp:FuzzHandlers:15000x \
 	./agent/llm/deepseek:FuzzFastPayload:100000x ./agent/llm/deepseek:FuzzSSE:25000x \
-	./session/jsonl:FuzzLoad:7000x ./snapshots:FuzzScenarioLoad:20000x ./snapshots:FuzzNormalize:20000x
+	./session/jsonl:FuzzLoad:7000x ./session:FuzzEventFastPath:50000x ./session:FuzzChunkDelta:50000x \
+	./snapshots:FuzzScenarioLoad:20000x ./snapshots:FuzzNormalize:20000x
 fuzz:
 	@set -e; for t in $(FUZZ_TARGETS); do \
 		pkg=$${t%%:*}; rest=$${t#*:}; name=$${rest%%:*}; budget=$${rest#*:}; \

@@ -221,6 +221,12 @@ type Options struct {
 	// model's history holds. Upstream replays that update alone (acp-bridge
 	// § 12, result fallback).
 	CardUnloggedCalls bool
+	// MergeReplayChunks makes a session/load replay send each streamed
+	// message's text as one agent_message_chunk (and its reasoning as one
+	// agent_thought_chunk) instead of one update per recorded chunk: the
+	// editor shows the same text, from a fraction of the updates.
+	// Upstream replays every chunk as its own update (acp-bridge § 12).
+	MergeReplayChunks bool
 	// ClientTerminals runs bash commands in the client's terminals
 	// (terminal/*) when it advertises the terminal capability, confined
 	// as locally; LiveOutput shows a running call's output in its card
@@ -306,5 +312,6 @@ func (a runtimeAgent) ResumeSession(ctx context.Context, id string, o agent.Sess
 var (
 	_ sessionDeleter    = runtimeAgent{}
 	_ sessionSummarizer = runtimeAgent{}
+	_ sessionPager      = runtimeAgent{}
 	_ Session           = (*agent.Session)(nil)
 )

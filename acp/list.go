@@ -47,21 +47,6 @@ func (s *Server) listSessions(ctx context.Context, params json.RawMessage) (any,
 	if req.Cwd != nil && !strings.HasPrefix(*req.Cwd, "/") {
 		return nil, invalidParams("cwd must be an absolute path: %s", *req.Cwd)
 	}
-	var sums []session.Summary
-	if sm, ok := s.agent.(sessionSummarizer); ok {
-		var err error
-		if sums, err = sm.SessionSummaries(ctx); err != nil {
-			return nil, err
-		}
-	} else {
-		hs, err := s.agent.ListSessions(ctx)
-		if err != nil {
-			return nil, err
-		}
-		for _, h := range hs {
-			sums = append(sums, session.Summary{Header: h, UpdatedAt: h.CreatedAt})
-		}
-	}
 	q := session.ListQuery{Limit: ListPageSize, Keep: func(sm session.Summary) bool {
 		return sm.Header.ParentSession == "" && strings.HasPrefix(sm.Header.Cwd, "/")
 	}}
@@ -71,7 +56,7 @@ func (s *Server) listSessions(ctx context.Context, params json.RawMessage) (any,
 	if req.Cursor != nil {
 		q.Cursor = *req.Cursor
 	}
-	page, err := session.Paginate(sums, q)
+	page, titled, err := s.sessionPage(ctx, q)
 	if errors.Is(err, session.ErrBadCursor) {
 		return nil, invalidParams("%v", err)
 	}
@@ -81,8 +66,44 @@ func (s *Server) listSessions(ctx context.Context, params json.RawMessage) (any,
 	out := ListSessionsResponse{Sessions: []SessionInfo{}, NextCursor: page.Next}
 	for _, sm := range page.Sessions {
 		h := sm.Header
-		out.Sessions = append(out.Sessions, SessionInfo{SessionID: h.ID, Cwd: h.Cwd, Title: s.agent.SessionTitle(ctx, h.ID),
+		title := sm.Title
+		if !titled {
+			title = s.agent.SessionTitle(ctx, h.ID)
+		}
+		out.Sessions = append(out.Sessions, SessionInfo{SessionID: h.ID, Cwd: h.Cwd, Title: title,
 			UpdatedAt: time.UnixMilli(sm.UpdatedAt).UTC().Format("2006-01-02T15:04:05.000Z")})
 	}
 	return out, nil
+}
+
+// sessionPager is an Agent that pages its stored sessions itself, titles
+// included.
+type sessionPager interface {
+	SessionPage(ctx context.Context, q session.ListQuery) (session.Page, error)
+}
+
+// sessionPage returns the page q selects and whether its summaries carry
+// their titles.
+func (s *Server) sessionPage(ctx context.Context, q session.ListQuery) (session.Page, bool, error) {
+	if p, ok := s.agent.(sessionPager); ok {
+		page, err := p.SessionPage(ctx, q)
+		return page, true, err
+	}
+	var sums []session.Summary
+	if sm, ok := s.agent.(sessionSummarizer); ok {
+		var err error
+		if sums, err = sm.SessionSummaries(ctx); err != nil {
+			return session.Page{}, false, err
+		}
+	} else {
+		hs, err := s.agent.ListSessions(ctx)
+		if err != nil {
+			return session.Page{}, false, err
+		}
+		for _, h := range hs {
+			sums = append(sums, session.Summary{Header: h, UpdatedAt: h.CreatedAt})
+		}
+	}
+	page, err := session.Paginate(sums, q)
+	return page, false, err
 }

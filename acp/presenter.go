@@ -69,6 +69,15 @@ func (p *presenter) present(ev session.Event) []any {
 			}
 			return nil
 		}
+		if kind, text, ok := session.ChunkDelta(ev.Data); ok {
+			switch llm.ChunkType(kind) {
+			case llm.ChunkTextDelta:
+				return []any{ContentChunk{UpdateAgentMessageChunk, TextContent{"text", text}}}
+			case llm.ChunkReasoningDelta:
+				return []any{ContentChunk{UpdateAgentThoughtChunk, TextContent{"text", text}}}
+			}
+			return nil
+		}
 		var c struct {
 			Chunk struct {
 				Type llm.ChunkType `json:"type"`
@@ -244,4 +253,37 @@ func (p *presenter) announce(ev session.Event) {
 		}
 		p.announced[b.ID] = b
 	}
+}
+
+// chunkMerger joins consecutive text chunks of one kind (a message's
+// answer, its reasoning) into one update (Options.MergeReplayChunks).
+type chunkMerger struct {
+	kind UpdateKind
+	text []byte
+	open bool
+}
+
+// add passes u on through send, holding text chunks until a chunk of
+// another kind or any other update ends the run.
+func (m *chunkMerger) add(u any, send func(any)) {
+	c, ok := u.(ContentChunk)
+	if ok && c.Content.Type == "text" && (c.SessionUpdate == UpdateAgentMessageChunk || c.SessionUpdate == UpdateAgentThoughtChunk) {
+		if m.open && m.kind != c.SessionUpdate {
+			m.flush(send)
+		}
+		m.kind, m.open = c.SessionUpdate, true
+		m.text = append(m.text, c.Content.Text...)
+		return
+	}
+	m.flush(send)
+	send(u)
+}
+
+// flush sends the held run, if any.
+func (m *chunkMerger) flush(send func(any)) {
+	if !m.open {
+		return
+	}
+	send(ContentChunk{m.kind, TextContent{"text", string(m.text)}})
+	m.text, m.open = m.text[:0], false
 }

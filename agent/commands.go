@@ -86,7 +86,7 @@ func (s *Session) switchModeNow(id string) {
 	s.mu.Lock()
 	s.pendingMode = ""
 	s.mu.Unlock()
-	if foldMode(s.log.Events()) != id {
+	if s.loggedMode() != id {
 		s.log.Append(session.TypeModeSet, struct {
 			Mode string `json:"mode"`
 		}{id})

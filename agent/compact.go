@@ -11,8 +11,11 @@ import (
 )
 
 // Compaction event types (session-log contract § 2): compact/start
-// {turn}, compact/summary {summary, shadowedRange, shadowedSeqs,
+// {turn}, compact/summary {summary, shadowedRange, shadowedSeqs?,
 // shadowedTokenCount, model, maxTokens?}, compact/end {turn, error?}.
+// This build records what a summary replaces as shadowedRange alone
+// (every surface event from start to end); a log that lists
+// shadowedSeqs (an older build's) is read by its list.
 const (
 	TypeCompactStart   = "compact/start"
 	TypeCompactSummary = "compact/summary"
@@ -46,10 +49,13 @@ type compactEnd struct {
 
 // CompactSummary is the data of compact/summary: the summary, what it
 // replaces in the model's history, and the model and budget that wrote it.
+// ShadowedSeqs, when present, lists the replaced surface events; absent,
+// ShadowedRange names them (every surface event from Start to End), so a
+// summary's size does not grow with the session.
 type CompactSummary struct {
 	Summary            string   `json:"summary"`
 	ShadowedRange      seqRange `json:"shadowedRange"`
-	ShadowedSeqs       []int    `json:"shadowedSeqs"`
+	ShadowedSeqs       []int    `json:"shadowedSeqs,omitempty"`
 	ShadowedTokenCount int      `json:"shadowedTokenCount"`
 	Model              string   `json:"model"`
 	MaxTokens          *int     `json:"maxTokens,omitempty"`
@@ -96,16 +102,13 @@ func compacted(events []session.Event) []session.Event {
 	if at < 0 {
 		return events
 	}
-	shadowed := make(map[int]bool, len(sum.ShadowedSeqs))
-	for _, q := range sum.ShadowedSeqs {
-		shadowed[q] = true
-	}
+	shadowed := sum.shadows()
 	msg, _ := json.Marshal(session.Message{Content: []session.Block{session.TextBlock(summaryHeader + sum.Summary)},
 		Source: session.PluginSource("compaction")})
 	out := make([]session.Event, 0, len(events))
 	placed := false
 	for _, e := range events {
-		if shadowed[e.Seq] && isSurface(e.Type) {
+		if isSurface(e.Type) && shadowed(e.Seq) {
 			if !placed {
 				out = append(out, session.Event{Type: session.TypeContextMessage, Seq: events[at].Seq, Data: msg})
 				placed = true
@@ -115,6 +118,19 @@ func compacted(events []session.Event) []session.Event {
 		out = append(out, e)
 	}
 	return out
+}
+
+// shadows returns whether the summary replaces the surface event seq.
+func (sum CompactSummary) shadows() func(seq int) bool {
+	if sum.ShadowedSeqs == nil {
+		r := sum.ShadowedRange
+		return func(seq int) bool { return seq >= r.Start && seq <= r.End }
+	}
+	set := make(map[int]bool, len(sum.ShadowedSeqs))
+	for _, q := range sum.ShadowedSeqs {
+		set[q] = true
+	}
+	return func(seq int) bool { return set[seq] }
 }
 
 // usedTokens is the context use the latest model call reported; zero
@@ -151,14 +167,16 @@ func (s *Session) shouldCompact() bool {
 	if th <= 0 || th >= 1 {
 		th = DefaultCompactThreshold
 	}
-	return float64(usedTokens(s.log.Events())) >= th*float64(c.Window)
+	r := s.derive()
+	used := r.used
+	r.mu.Unlock()
+	return float64(used) >= th*float64(c.Window)
 }
 
 // Compact summarises the conversation before the current prompt with one
 // model call (as /compact does) and returns a report for the user.
 func (s *Session) Compact(ctx context.Context) string {
-	events := s.log.Events()
-	text, _ := s.compact(ctx, session.LastTurn(events), 1, "on request")
+	text, _ := s.compact(ctx, s.log.LastTurn(), 1, "on request")
 	return text
 }
 
@@ -167,27 +185,16 @@ func (s *Session) Compact(ctx context.Context) string {
 // and shadowed. It returns the report and whether a summary was logged.
 // A failed model call leaves the conversation as it was, with a notice.
 func (s *Session) compact(ctx context.Context, turn, step int, why string) (string, bool) {
-	events := s.log.Events()
-	boundary := -1
-	for i := len(events) - 1; i >= 0; i-- {
-		if events[i].Type == session.TypeUserMessage {
-			boundary = i
-			break
-		}
-	}
-	var seqs []int
-	if boundary > 0 {
-		for _, e := range events[:boundary] {
-			if isSurface(e.Type) {
-				seqs = append(seqs, e.Seq)
-			}
-		}
-	}
+	// What the summary replaces: every surface event before the turn's
+	// latest user message (those an earlier summary replaced included).
+	r := s.derive()
+	n, first, last, tokens := r.beforeUser, r.firstSurface, r.lastBeforeUsr, r.used
+	msgs := r.beforeBoundary()
+	r.mu.Unlock()
 	ref := session.StepRef{Turn: turn, Step: step}
-	if len(seqs) == 0 {
+	if n == 0 {
 		return "Nothing to compact yet: the conversation has no earlier messages.", false
 	}
-	msgs, _ := deriveHistory(compacted(events[:boundary]))
 	msgs = append(msgs, llm.Message{Role: roleUser, Content: []session.Block{session.TextBlock(compactRequest)}})
 	cfg := s.requestConfig() // the session's model, as its next request would name it
 	var maxTokens *int
@@ -195,10 +202,9 @@ func (s *Session) compact(ctx context.Context, turn, step int, why string) (stri
 		mt := c.MaxTokens
 		maxTokens, cfg.MaxTokens = &mt, &mt
 	}
-	tokens := usedTokens(events)
 
 	s.log.Append(TypeCompactStart, compactStart{Turn: turn})
-	s.notice(ref, fmt.Sprintf("Compacting the conversation (%s): summarising %d earlier messages with %s.", why, len(seqs), cfg.Model))
+	s.notice(ref, fmt.Sprintf("Compacting the conversation (%s): summarising %d earlier messages with %s.", why, n, cfg.Model))
 	s.log.Append(session.TypeStepStart, ref)
 	asm, _, _, err := s.stream(ctx, &llm.Request{SessionID: s.ID(), Config: cfg, System: compactPrompt, Messages: msgs}, ref)
 	if err == nil {
@@ -223,10 +229,10 @@ func (s *Session) compact(ctx context.Context, turn, step int, why string) (stri
 		s.notice(ref, text)
 		return text, false
 	}
-	s.log.Append(TypeCompactSummary, CompactSummary{Summary: summary, ShadowedRange: seqRange{Start: seqs[0], End: seqs[len(seqs)-1]},
-		ShadowedSeqs: seqs, ShadowedTokenCount: tokens, Model: cfg.Model, MaxTokens: maxTokens})
+	s.log.Append(TypeCompactSummary, CompactSummary{Summary: summary, ShadowedRange: seqRange{Start: first, End: last},
+		ShadowedTokenCount: tokens, Model: cfg.Model, MaxTokens: maxTokens})
 	s.log.Append(TypeCompactEnd, compactEnd{Turn: turn})
-	text := fmt.Sprintf("Compacted the conversation: %d earlier messages are now a summary of %d characters written by %s.", len(seqs), len(summary), cfg.Model)
+	text := fmt.Sprintf("Compacted the conversation: %d earlier messages are now a summary of %d characters written by %s.", n, len(summary), cfg.Model)
 	s.notice(ref, text)
 	s.persist(ctx)
 	return text, true

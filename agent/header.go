@@ -41,7 +41,8 @@ type headerDelta struct {
 }
 
 // foldHeader returns the header the log's header events describe, and
-// whether there is one.
+// whether there is one (the full fold; a session keeps it current in its
+// derived state).
 func foldHeader(events []session.Event) (Header, bool) {
 	var h Header
 	found := false
@@ -163,8 +164,8 @@ func applyDelta(h Header, d headerDelta) Header {
 // the first request of a loop instance always snapshots ("initial" or
 // "resume"); later ones log nothing when unchanged, else a delta that
 // round-trips, else a "fallback" snapshot.
-func headerEventFor(events []session.Event, cur Header, first bool) (typ string, data any) {
-	prev, found := foldHeader(events)
+// prev and found are the log's folded header (foldHeader).
+func headerEventFor(prev Header, found bool, cur Header, first bool) (typ string, data any) {
 	if first || !found {
 		reason := "initial"
 		if found {

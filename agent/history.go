@@ -40,51 +40,58 @@ func deriveMessages(events []session.Event) []llm.Message {
 func deriveHistory(events []session.Event) ([]llm.Message, []int) {
 	d := deriver{}
 	for _, e := range events {
-		switch e.Type {
-		case session.TypeUserMessage:
-			var m session.Message
-			if e.Decode(&m) == nil {
-				d.closeOpen()
-				d.add(llm.Message{Role: roleUser, Content: m.Content}, e.Seq)
-			}
-		case session.TypeAssistantMessage:
-			var m session.AssistantMessage
-			if e.Decode(&m) == nil && len(m.Content) > 0 {
-				d.closeOpen()
-				d.add(llm.Message{Role: roleAssistant, Content: m.Content}, e.Seq)
-				for _, b := range m.Content {
-					if b.Type == session.BlockToolCall {
-						d.open = append(d.open, b.ID)
-					}
-				}
-			}
-		case session.TypeToolResult:
-			var r session.ToolResult
-			if e.Decode(&r) == nil {
-				d.result(r.CallID, r.Content, r.IsError, e.Seq)
-			}
-		case session.TypeContextMessage, session.TypeSteeringMessage:
-			var m session.Message
-			if e.Decode(&m) == nil {
-				tag := "context"
-				if e.Type == session.TypeSteeringMessage {
-					tag = "steering"
-				}
-				content := []session.Block{session.TextBlock("<" + tag + " source=" + string(jsonx.MustMarshal(m.Source.Kind)) + ">")}
-				content = append(content, m.Content...)
-				content = append(content, session.TextBlock("</"+tag+">"))
-				msg := llm.Message{Role: roleUser, Content: content}
-				if len(d.open) > 0 {
-					d.held = append(d.held, msg)
-					d.heldSeqs = append(d.heldSeqs, e.Seq)
-				} else {
-					d.add(msg, e.Seq)
-				}
-			}
-		}
+		d.event(e)
 	}
 	d.closeOpen()
 	return d.out, d.seqs
+}
+
+// event feeds one event to the derivation (all but surface events are
+// ignored).
+func (d *deriver) event(e session.Event) {
+	switch e.Type {
+	case session.TypeUserMessage:
+		var m session.Message
+		if e.Decode(&m) == nil {
+			d.closeOpen()
+			d.userAt, d.hasUser = len(d.out), true
+			d.add(llm.Message{Role: roleUser, Content: m.Content}, e.Seq)
+		}
+	case session.TypeAssistantMessage:
+		var m session.AssistantMessage
+		if e.Decode(&m) == nil && len(m.Content) > 0 {
+			d.closeOpen()
+			d.add(llm.Message{Role: roleAssistant, Content: m.Content}, e.Seq)
+			for _, b := range m.Content {
+				if b.Type == session.BlockToolCall {
+					d.open = append(d.open, b.ID)
+				}
+			}
+		}
+	case session.TypeToolResult:
+		var r session.ToolResult
+		if e.Decode(&r) == nil {
+			d.result(r.CallID, r.Content, r.IsError, e.Seq)
+		}
+	case session.TypeContextMessage, session.TypeSteeringMessage:
+		var m session.Message
+		if e.Decode(&m) == nil {
+			tag := "context"
+			if e.Type == session.TypeSteeringMessage {
+				tag = "steering"
+			}
+			content := []session.Block{session.TextBlock("<" + tag + " source=" + string(jsonx.MustMarshal(m.Source.Kind)) + ">")}
+			content = append(content, m.Content...)
+			content = append(content, session.TextBlock("</"+tag+">"))
+			msg := llm.Message{Role: roleUser, Content: content}
+			if len(d.open) > 0 {
+				d.held = append(d.held, msg)
+				d.heldSeqs = append(d.heldSeqs, e.Seq)
+			} else {
+				d.add(msg, e.Seq)
+			}
+		}
+	}
 }
 
 // deriver is the state of one history derivation.
@@ -94,6 +101,8 @@ type deriver struct {
 	open     []string // tool calls of the last assistant message still unanswered, in call order
 	held     []llm.Message
 	heldSeqs []int
+	userAt   int  // messages before the latest user message
+	hasUser  bool // a user message was derived
 }
 
 func (d *deriver) add(m llm.Message, seq int) {
@@ -151,35 +160,49 @@ func resultMessage(callID string, content []session.Block, isErr bool) llm.Messa
 func checkHistory(msgs []llm.Message, seqs []int) error {
 	open := map[string]bool{}
 	for i, m := range msgs {
-		results, other := 0, false
-		for _, b := range m.Content {
-			if b.Type == session.BlockToolResult {
-				results++
-				if m.Role != roleUser || !open[b.ToolCallID] {
-					return fmt.Errorf("history event #%d: tool result %q answers no open tool call", seqs[i], b.ToolCallID)
-				}
-				delete(open, b.ToolCallID)
-			} else {
-				other = true
+		if err := checkMessage(open, m, seqs[i]); err != nil {
+			return err
+		}
+	}
+	return checkEnd(open)
+}
+
+// checkMessage checks one message of checkHistory; open holds the calls
+// not answered yet.
+func checkMessage(open map[string]bool, m llm.Message, seq int) error {
+	results, other := 0, false
+	for _, b := range m.Content {
+		if b.Type == session.BlockToolResult {
+			results++
+			if m.Role != roleUser || !open[b.ToolCallID] {
+				return fmt.Errorf("history event #%d: tool result %q answers no open tool call", seq, b.ToolCallID)
 			}
+			delete(open, b.ToolCallID)
+		} else {
+			other = true
 		}
-		if results > 0 {
-			continue
-		}
-		if len(open) > 0 && other {
-			return fmt.Errorf("history event #%d: a %s message comes between a tool call and its result", seqs[i], m.Role)
-		}
-		if m.Role == roleAssistant {
-			for _, b := range m.Content {
-				if b.Type == session.BlockToolCall {
-					if open[b.ID] {
-						return fmt.Errorf("history event #%d: duplicate tool call id %q", seqs[i], b.ID)
-					}
-					open[b.ID] = true
+	}
+	if results > 0 {
+		return nil
+	}
+	if len(open) > 0 && other {
+		return fmt.Errorf("history event #%d: a %s message comes between a tool call and its result", seq, m.Role)
+	}
+	if m.Role == roleAssistant {
+		for _, b := range m.Content {
+			if b.Type == session.BlockToolCall {
+				if open[b.ID] {
+					return fmt.Errorf("history event #%d: duplicate tool call id %q", seq, b.ID)
 				}
+				open[b.ID] = true
 			}
 		}
 	}
+	return nil
+}
+
+// checkEnd is checkHistory's verdict on the calls left open at the end.
+func checkEnd(open map[string]bool) error {
 	if len(open) > 0 {
 		return fmt.Errorf("history ends with %d unanswered tool call(s)", len(open))
 	}

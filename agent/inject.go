@@ -31,7 +31,7 @@ func (s *Session) inject(msg session.Message) {
 	}
 	s.turnMu.Lock()
 	defer s.turnMu.Unlock()
-	turn := session.LastTurn(s.log.Events()) + 1
+	turn := s.log.LastTurn() + 1
 	s.log.Append(session.TypeTurnStart, session.TurnStart{Turn: turn, Trigger: session.Trigger{Kind: session.TriggerInjection, Source: msg.Source}})
 	s.log.Append(session.TypeContextMessage, msg)
 	s.log.Append(session.TypeTurnEnd, session.TurnEnd{Turn: turn, Reason: session.EndReason{Kind: session.EndCompleted}})

@@ -99,18 +99,44 @@ func knobEvent(id, value string) (string, any) {
 	}{value}
 }
 
-// foldKnob returns the last logged value of a knob, or "".
+// foldKnob returns the last logged value of a knob, or "" (the full
+// fold; a session reads Session.loggedKnob, which is O(1)).
 func foldKnob(events []session.Event, id string) string {
 	typ, _ := knobEvent(id, "")
 	for i := len(events) - 1; i >= 0; i-- {
 		if events[i].Type == typ {
-			var v knobValue
-			if events[i].Decode(&v) == nil {
-				return v.Mode + v.Policy + v.Model + v.Thinking + v.Network
+			if v, ok := knobOf(events[i]); ok {
+				return v
 			}
 		}
 	}
 	return ""
+}
+
+// knobOf decodes the value of a knob event.
+func knobOf(e session.Event) (string, bool) {
+	var v knobValue
+	if e.Decode(&v) != nil {
+		return "", false
+	}
+	return v.Mode + v.Policy + v.Model + v.Thinking + v.Network, true
+}
+
+// loggedKnob is foldKnob over the session's log, in O(1): the log keeps
+// the latest event of every type at hand.
+func (s *Session) loggedKnob(id string) string { return lastKnob(s.log, id) }
+
+// lastKnob is foldKnob(log.Events(), id) in O(1).
+func lastKnob(log *session.Log, id string) string {
+	typ, _ := knobEvent(id, "")
+	e, ok := log.Last(typ)
+	if !ok {
+		return ""
+	}
+	if v, ok := knobOf(e); ok {
+		return v
+	}
+	return foldKnob(log.Events(), id)
 }
 
 // requestConfig is the configuration of the session's next request: its
@@ -119,7 +145,7 @@ func foldKnob(events []session.Event, id string) string {
 func (s *Session) requestConfig() llm.Config {
 	c := llm.Config{Model: s.modelID()}
 	if s.rt.cfg.ModelKnobs {
-		c.Thinking = foldKnob(s.log.Events(), KnobThinking)
+		c.Thinking = s.loggedKnob(KnobThinking)
 	}
 	return c
 }
@@ -128,7 +154,7 @@ func (s *Session) requestConfig() llm.Config {
 // else the runtime's.
 func (s *Session) knobModel() string {
 	if s.rt.cfg.ModelKnobs {
-		if m := foldKnob(s.log.Events(), KnobModel); m != "" {
+		if m := s.loggedKnob(KnobModel); m != "" {
 			return m
 		}
 	}
@@ -160,7 +186,7 @@ func (s *Session) knobDefault(id string) (string, bool) {
 
 // folded returns the knob's value from the log, else its default.
 func (s *Session) folded(id string) string {
-	if v := foldKnob(s.log.Events(), id); v != "" {
+	if v := s.loggedKnob(id); v != "" {
 		return v
 	}
 	def, _ := s.knobDefault(id)
@@ -192,7 +218,7 @@ func (s *Session) SetKnob(id, value string) {
 		return
 	}
 	s.mu.Lock()
-	if session.TurnOpen(s.log.Events()) {
+	if s.log.TurnOpen() {
 		delete(s.pending, id)
 		typ, data := knobEvent(id, value)
 		s.log.Append(typ, data)
@@ -224,7 +250,7 @@ func (s *Session) approvalSection() (Section, bool) {
 		return Section{}, false
 	}
 	text := ""
-	if s.rt.cfg.Approval.Policy(s.log.Events()) == approval.PolicyNever {
+	if s.rt.cfg.Approval.PolicyOf(s.log) == approval.PolicyNever {
 		text = approval.NeverSection
 	}
 	return Section{Name: "approval:policy", Order: 115, Text: text}, true

@@ -41,6 +41,33 @@ func (r *Runtime) SessionSummaries(ctx context.Context) ([]session.Summary, erro
 	return top, nil
 }
 
+// SessionPage returns one page of the stored sessions q selects, each with
+// its title: from the store's index when it keeps one (session.Indexer:
+// the cost is the page's), else by Paginate over every summary.
+func (r *Runtime) SessionPage(ctx context.Context, q session.ListQuery) (session.Page, error) {
+	if x, ok := r.cfg.Store.(session.Indexer); ok {
+		keep := q.Keep
+		q.Keep = func(s session.Summary) bool {
+			return s.Header.ParentSession == "" && (keep == nil || keep(s))
+		}
+		return x.Page(ctx, q)
+	}
+	sums, err := r.SessionSummaries(ctx)
+	if err != nil {
+		return session.Page{}, err
+	}
+	p, err := session.Paginate(sums, q)
+	if err != nil {
+		return session.Page{}, err
+	}
+	for i := range p.Sessions {
+		if p.Sessions[i].Title == "" {
+			p.Sessions[i].Title = r.SessionTitle(ctx, p.Sessions[i].Header.ID)
+		}
+	}
+	return p, nil
+}
+
 // DeleteSession removes a stored session and the child sessions (subagent
 // and workflow logs) stored under it. A session some process holds (this
 // one included) is refused with the store's *session.HeldError.

@@ -61,10 +61,12 @@ func (s *Session) PromptContent(ctx context.Context, content []session.Block) se
 	}
 	turnCtx, cancel := context.WithCancel(ctx)
 	s.cancel, s.abortReason = cancel, ""
-	turn := session.LastTurn(s.log.Events()) + 1
+	turn := s.log.LastTurn() + 1
 	s.log.Append(session.TypeTurnStart, session.TurnStart{Turn: turn, Trigger: session.Trigger{Kind: session.TriggerMessage, Source: session.UserSource}})
 	s.inTurn = true
 	s.mu.Unlock()
+	s.rt.idle.begin()
+	defer s.rt.idle.end()
 	defer func() {
 		s.mu.Lock()
 		s.cancel = nil
@@ -186,16 +188,21 @@ func (s *Session) runSteps(ctx context.Context, turn int) session.EndReason {
 			s.appendContext(&n)
 		}
 		hdr := s.header()
-		events := s.log.Events()
-		msgs, seqs := deriveHistory(compacted(events))
-		if err := checkHistory(msgs, seqs); err != nil {
+		r := s.derive()
+		msgs, seqs, err := r.messages()
+		prev, hasPrev := r.hdr, r.hasHdr
+		if err == nil && s.rt.cfg.CheckDerivation {
+			err = s.checkDerivation(r)
+		}
+		r.mu.Unlock()
+		if err != nil {
 			return session.EndReason{Kind: session.EndError, Step: step, Code: CodeInvalidHistory,
 				Message: "refusing to send an invalid conversation to the model: " + err.Error()}
 		}
 		req := &llm.Request{SessionID: s.ID(), Config: hdr.Config, System: hdr.System, Tools: hdr.Tools, Messages: msgs}
 		ref := session.StepRef{Turn: turn, Step: step}
 		s.log.Append(session.TypeStepStart, ref)
-		if typ, data := headerEventFor(events, hdr, !s.headerSent); typ != "" {
+		if typ, data := headerEventFor(prev, hasPrev, hdr, !s.headerSent); typ != "" {
 			s.log.Append(typ, data)
 		}
 		s.headerSent = true

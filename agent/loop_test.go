@@ -195,21 +195,22 @@ func TestHeaderDeltaAndFallback(t *testing.T) {
 	log := session.NewLog(session.Header{ID: "x"}, func() int64 { return 0 }, nil)
 	log.Append(session.TypeRequestHeader, headerEvent{Header: base, Reason: "initial"})
 
+	prev, found := foldHeader(log.Events())
 	grown := base
 	grown.System = base.System + "\n\nAsk before risky commands."
-	typ, data := headerEventFor(log.Events(), grown, false)
+	typ, data := headerEventFor(prev, found, grown, false)
 	require.Equal(t, session.TypeRequestHeaderDelta, typ)
 	require.JSONEq(t, `{"system":{"keepStart":11,"keepEnd":0,"insert":["","Ask before risky commands."]}}`, string(session.Data(data)))
 
 	reordered := base
 	reordered.Tools = []llm.ToolSchema{schema("a"), schema("b"), schema("c")}
-	typ, data = headerEventFor(log.Events(), reordered, false)
+	typ, data = headerEventFor(prev, found, reordered, false)
 	require.Equal(t, session.TypeRequestHeader, typ)
 	require.Equal(t, "fallback", data.(headerEvent).Reason)
 
-	typ, _ = headerEventFor(log.Events(), base, false)
+	typ, _ = headerEventFor(prev, found, base, false)
 	require.Equal(t, "", typ)
-	typ, data = headerEventFor(log.Events(), base, true)
+	typ, data = headerEventFor(prev, found, base, true)
 	require.Equal(t, session.TypeRequestHeader, typ)
 	require.Equal(t, "resume", data.(headerEvent).Reason)
 }

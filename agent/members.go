@@ -73,15 +73,16 @@ func (m *modeService) flush() {
 	p := s.pendingMode
 	s.pendingMode = ""
 	s.mu.Unlock()
-	events := s.log.Events()
-	if p == "" || p == foldMode(events) {
+	if p == "" || p == s.loggedMode() {
 		return
 	}
+	r := s.derive()
+	seen, sawHdr := r.headerMode(), r.sawHdr
+	r.mu.Unlock()
 	s.log.Append(session.TypeModeSet, struct {
 		Mode string `json:"mode"`
 	}{p})
-	hi := max(lastIndex(events, session.TypeRequestHeader), lastIndex(events, session.TypeRequestHeaderDelta))
-	if hi < 0 || foldMode(events[:hi+1]) == p {
+	if !sawHdr || seen == p {
 		return
 	}
 	text := "The user switched this session to " + p + " mode."
@@ -96,7 +97,7 @@ func (m *modeService) flush() {
 // logged mode no longer exists.
 func (m *modeService) noticeUndefined() {
 	s := m.s
-	mode := foldMode(s.log.Events())
+	mode := s.loggedMode()
 	if mode == DefaultMode {
 		return
 	}
@@ -171,11 +172,14 @@ func (*narrator) Name() string { return "approval narrator" }
 
 // PrepareStep implements pipeline.StepPreparer.
 func (n *narrator) PrepareStep(context.Context, pipeline.Session, pipeline.Step) (pipeline.StepDecision, error) {
-	events := n.s.log.Events()
-	current := n.s.rt.cfg.Approval.Policy(events)
+	log := n.s.log
+	current := n.s.rt.cfg.Approval.PolicyOf(log)
 	told := n.told
 	if told == "" {
-		if h, ok := foldHeader(events); ok {
+		r := n.s.derive()
+		h, ok := r.hdr, r.hasHdr
+		r.mu.Unlock()
+		if ok {
 			told = approval.PolicyAsk
 			if strings.Contains(h.System, approval.NeverSection) {
 				told = approval.PolicyNever
@@ -186,7 +190,7 @@ func (n *narrator) PrepareStep(context.Context, pipeline.Session, pipeline.Step)
 	if told == "" || told == current {
 		return pipeline.StepDecision{}, nil
 	}
-	byUser := lastIndex(events, session.TypeApprovalPolicy) > max(lastIndex(events, session.TypeRequestHeader), lastIndex(events, session.TypeRequestHeaderDelta))
+	byUser := log.LastSeq(session.TypeApprovalPolicy) > max(log.LastSeq(session.TypeRequestHeader), log.LastSeq(session.TypeRequestHeaderDelta))
 	return pipeline.StepDecision{Notices: []pipeline.Context{{
 		Source:  session.PluginSource("approval"),
 		Content: []session.Block{session.TextBlock(approval.Narration(told, current, byUser))},

@@ -64,25 +64,49 @@ func (r *Runtime) modeDef(id string) (ModeDef, bool) {
 	return ModeDef{}, false
 }
 
-// foldMode returns the last mode/set in events, or "default".
+// foldMode returns the last mode/set in events, or "default" (the full
+// fold; a session reads loggedMode, which is O(1)).
 func foldMode(events []session.Event) string {
 	for i := len(events) - 1; i >= 0; i-- {
 		if events[i].Type == session.TypeModeSet {
-			var m struct {
-				Mode string `json:"mode"`
-			}
-			if events[i].Decode(&m) == nil {
-				return m.Mode
+			if m, ok := modeOf(events[i]); ok {
+				return m
 			}
 		}
 	}
 	return DefaultMode
 }
 
+// modeOf decodes the mode of a mode/set event.
+func modeOf(e session.Event) (string, bool) {
+	var m struct {
+		Mode string `json:"mode"`
+	}
+	if e.Decode(&m) != nil {
+		return "", false
+	}
+	return m.Mode, true
+}
+
+// loggedMode is foldMode over the session's log, in O(1).
+func (s *Session) loggedMode() string { return lastMode(s.log) }
+
+// lastMode is foldMode(log.Events()) in O(1).
+func lastMode(log *session.Log) string {
+	e, ok := log.Last(session.TypeModeSet)
+	if !ok {
+		return DefaultMode
+	}
+	if m, ok := modeOf(e); ok {
+		return m
+	}
+	return foldMode(log.Events())
+}
+
 // LoggedMode is the mode folded from the log; a mode no longer defined
 // reads as default.
 func (s *Session) LoggedMode() string {
-	m := foldMode(s.log.Events())
+	m := s.loggedMode()
 	if _, ok := s.rt.modeDef(m); !ok {
 		return DefaultMode
 	}

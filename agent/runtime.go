@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"sync"
+	"time"
 
 	"github.com/rs/zerolog"
 
@@ -91,6 +92,16 @@ type Config struct {
 	// DefaultMaxSteps. A turn that reaches it ends with an error
 	// (CodeStepLimit) instead of calling the model again.
 	MaxSteps int
+	// ReleaseIdle returns freed heap to the system once no turn has run
+	// for this long (debug.FreeOSMemory after the last turn; zero: the
+	// runtime's gradual scavenging alone).
+	ReleaseIdle time.Duration
+	// CheckDerivation compares, at every step, the request state the
+	// session keeps current as its log grows (history, header, folds)
+	// with a full re-derivation from the log; a difference ends the turn
+	// with CodeInvalidHistory. The replay harness turns it on, so every
+	// recorded scenario proves the incremental derivation.
+	CheckDerivation bool
 	// Members returns the composition's turn-pipeline members for a
 	// session (hook bridges, the repeat guard), in registration order.
 	// They stand behind the runtime's own members (mode service, knob
@@ -135,6 +146,7 @@ func (r *Runtime) maxSteps() int {
 type Runtime struct {
 	cfg      Config
 	children liveChildren // live child agents, for RootOf
+	idle     *idleRelease // nil without Config.ReleaseIdle
 }
 
 // NewRuntime returns a runtime for cfg. A provider that can open its
@@ -147,7 +159,7 @@ func NewRuntime(cfg Config) *Runtime {
 	if w, ok := cfg.Provider.(warmer); ok {
 		go w.Warm(context.Background())
 	}
-	r := &Runtime{cfg: cfg}
+	r := &Runtime{cfg: cfg, idle: newIdleRelease(cfg.ReleaseIdle)}
 	go r.prewarm()
 	return r
 }
@@ -163,7 +175,8 @@ func (r *Runtime) prewarm() {
 	log.Append(session.TypeStepStart, session.StepRef{Turn: 1, Step: 1})
 	hdr := s.header()
 	events := log.Events()
-	typ, data := headerEventFor(events, hdr, true)
+	prev, found := foldHeader(events)
+	typ, data := headerEventFor(prev, found, hdr, true)
 	log.Append(typ, data)
 	log.Append(session.TypeAssistantMessage, session.AssistantMessage{Turn: 1, Step: 1, Content: []session.Block{session.TextBlock("ok")}})
 	_ = deriveMessages(log.Events())
@@ -212,10 +225,19 @@ func (s *Session) Ready() {
 	}()
 }
 
-// LookupSession returns a stored session's header.
+// LookupSession returns a stored session's header: from the store's
+// index when it keeps one (the other sessions are not read), else by
+// listing them.
 func (r *Runtime) LookupSession(ctx context.Context, id string) (session.Header, error) {
 	if r.cfg.Store == nil {
 		return session.Header{}, fmt.Errorf("session %q not found: %w", id, session.ErrNotFound)
+	}
+	if x, ok := r.cfg.Store.(session.Indexer); ok {
+		sm, err := x.Lookup(ctx, id)
+		if err != nil {
+			return session.Header{}, err
+		}
+		return sm.Header, nil
 	}
 	hs, err := r.cfg.Store.List(ctx)
 	if err != nil {
@@ -376,6 +398,7 @@ type Session struct {
 	inTurn      bool              // a prompt's turn is open (guards Inject)
 	injected    []session.Message // context injected during the turn, appended at the next step boundary
 
+	req      derived            // the request state derived from the log (derive)
 	pipe     *pipeline.Pipeline // the turn pipeline: built-in members, then the composition's
 	steering []pipeline.Context // forced-continuation reasons, appended before the next step
 	bgStop   context.CancelFunc // stops detached session-start work

@@ -121,6 +121,27 @@ func (s *Service) Policy(events []session.Event) Policy {
 	return Fold(events, s.defaultPolicy)
 }
 
+// PolicyOf is Policy(log.Events()) in O(1): the log keeps its latest
+// approval/policy event at hand.
+func (s *Service) PolicyOf(log *session.Log) Policy {
+	return FoldLog(log, s.defaultPolicy)
+}
+
+// FoldLog is Fold(log.Events(), def) in O(1).
+func FoldLog(log *session.Log, def Policy) Policy {
+	e, ok := log.Last(session.TypeApprovalPolicy)
+	if !ok {
+		return def
+	}
+	var p struct {
+		Policy Policy `json:"policy"`
+	}
+	if e.Decode(&p) != nil {
+		return Fold(log.Events(), def)
+	}
+	return p.Policy
+}
+
 // Fold returns the last approval/policy in events, else def.
 func Fold(events []session.Event, def Policy) Policy {
 	for i := len(events) - 1; i >= 0; i-- {
@@ -156,7 +177,7 @@ type decided struct {
 // policy "never" rejects without asking; an answerer that fails or gives an
 // unknown answer yields Unavailable; cancelling ctx yields Cancelled.
 func (s *Service) Request(ctx context.Context, log *session.Log, req Request) (Outcome, error) {
-	if !session.TurnOpen(log.Events()) {
+	if !log.TurnOpen() {
 		return Unavailable, fmt.Errorf("%w (session %s)", ErrNoOpenTurn, log.ID())
 	}
 	id := s.newID()
@@ -170,7 +191,7 @@ func (s *Service) decide(ctx context.Context, log *session.Log, req Request) Out
 	if ctx.Err() != nil {
 		return Cancelled
 	}
-	if s.Policy(log.Events()) == PolicyNever {
+	if s.PolicyOf(log) == PolicyNever {
 		return Rejected
 	}
 	for _, a := range s.answerers {

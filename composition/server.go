@@ -56,6 +56,10 @@ type ServerOptions struct {
 	// Getenv reads the environment that locates the user's files (HOME,
 	// XDG_STATE_HOME, CLAUDE_CONFIG_DIR, CODEX_HOME); nil means os.Getenv.
 	Getenv func(string) string
+	// CheckDerivation makes every step compare the session's incremental
+	// request state with a full re-derivation from its log
+	// (agent.Config.CheckDerivation); the replay harness sets it.
+	CheckDerivation bool
 }
 
 // NewServer wires an ACP bridge serving this composition.
@@ -126,7 +130,11 @@ func (c Composition) NewServer(o ServerOptions) *acp.Server {
 		NoticeDroppedCalls: c.Hygiene,
 		Compaction:         c.compaction(),
 		MaxToolArgBytes:    o.Limits.MaxToolArgBytes,
-		Members:            c.members(o, approvals, consent),
+		CheckDerivation:    o.CheckDerivation,
+		// An editor's agent idles most of the time: what a turn freed goes
+		// back to the system 2 s after the last one (docs/performance.md).
+		ReleaseIdle: releaseIdle(c),
+		Members:     c.members(o, approvals, consent),
 	})
 	var (
 		models      func(context.Context) []acp.ModelChoice
@@ -164,6 +172,7 @@ func (c Composition) NewServer(o ServerOptions) *acp.Server {
 		ExtraRoots:          !c.Upstream,
 		ClearErrors:         !c.Upstream,
 		CardUnloggedCalls:   !c.Upstream,
+		MergeReplayChunks:   !c.Upstream,
 		ClientTerminals:     !c.Upstream,
 		LiveOutput:          !c.Upstream,
 		MaxLineBytes:        o.Limits.MaxLineBytes,
@@ -243,4 +252,13 @@ func (c Composition) mcpConnector(approvals *approval.Service, o ServerOptions) 
 		return nil
 	}
 	return mcpConnector{approvals: approvals, version: o.Version, log: o.Log, env: c.envPolicy()}
+}
+
+// releaseIdle is the default composition's idle release delay; the
+// upstream compositions keep the runtime's own scavenging.
+func releaseIdle(c Composition) time.Duration {
+	if c.Upstream {
+		return 0
+	}
+	return 2 * time.Second
 }

@@ -127,6 +127,15 @@ func (e Event) MarshalJSON() ([]byte, error) {
 // UnmarshalJSON reads an event line, remembering the surfaceOp/sourceEventSeqs
 // key order so a reloaded event re-serializes identically.
 func (e *Event) UnmarshalJSON(b []byte) error {
+	if c, ok := parseCanonical(b); ok {
+		*e = c
+		return nil
+	}
+	return e.unmarshalSlow(b)
+}
+
+// unmarshalSlow is UnmarshalJSON for any valid line.
+func (e *Event) unmarshalSlow(b []byte) error {
 	var j struct {
 		Type            *string         `json:"type"`
 		Seq             *int            `json:"seq"`

@@ -51,3 +51,21 @@ func CallRef(events []Event, callID string) (turn, step int) {
 	}
 	return 0, 0
 }
+
+// LastTurn is LastTurn(l.Events()) in O(1).
+func (l *Log) LastTurn() int {
+	e, ok := l.Last(TypeTurnStart)
+	if !ok {
+		return 0
+	}
+	var ts TurnStart
+	if e.Decode(&ts) != nil {
+		return LastTurn(l.Events())
+	}
+	return ts.Turn
+}
+
+// TurnOpen is TurnOpen(l.Events()) in O(1).
+func (l *Log) TurnOpen() bool {
+	return l.LastSeq(TypeTurnStart) > l.LastSeq(TypeTurnEnd)
+}

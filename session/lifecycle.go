@@ -5,6 +5,7 @@ import (
 	"encoding/base64"
 	"errors"
 	"fmt"
+	"iter"
 	"path"
 	"sort"
 	"strconv"
@@ -17,6 +18,22 @@ import (
 type Summary struct {
 	Header    Header
 	UpdatedAt int64
+	// Title is the session's title, the first line of its first user
+	// message (TitleOf); "" when it has none, or when the store does not
+	// keep titles (session.Indexer does).
+	Title string
+}
+
+// Indexer is a Store that keeps every stored session's summary (header,
+// last update, title) current as it writes, so a page of the listing and
+// one session's summary cost what they return, not what the store holds.
+type Indexer interface {
+	// Page returns the page q selects, as Paginate over every summary
+	// would.
+	Page(ctx context.Context, q ListQuery) (Page, error)
+	// Lookup returns one stored session's summary; an unknown id is an
+	// error wrapping ErrNotFound.
+	Lookup(ctx context.Context, id string) (Summary, error)
 }
 
 // Summarizer is a Store that can tell, without loading logs, when each
@@ -82,13 +99,9 @@ func Paginate(sums []Summary, q ListQuery) (Page, error) {
 	}
 	kept := make([]Summary, 0, len(sums))
 	for _, s := range sums {
-		if q.Cwd != "" && path.Clean(s.Header.Cwd) != path.Clean(q.Cwd) {
-			continue
+		if q.keeps(s) {
+			kept = append(kept, s)
 		}
-		if q.Keep != nil && !q.Keep(s) {
-			continue
-		}
-		kept = append(kept, s)
 	}
 	sort.Slice(kept, func(i, j int) bool { return before(kept[i], kept[j]) })
 	start := 0
@@ -102,6 +115,51 @@ func Paginate(sums []Summary, q ListQuery) (Page, error) {
 	}
 	return p, nil
 }
+
+// keeps reports whether q's filters keep s.
+func (q ListQuery) keeps(s Summary) bool {
+	if q.Cwd != "" && path.Clean(s.Header.Cwd) != path.Clean(q.Cwd) {
+		return false
+	}
+	return q.Keep == nil || q.Keep(s)
+}
+
+// After returns the position q's cursor names (the zero Summary and false
+// for the first page), for a store that reads its summaries in listing
+// order from there.
+func (q ListQuery) After() (Summary, bool, error) {
+	if q.Cursor == "" {
+		return Summary{}, false, nil
+	}
+	c, err := decodeCursor(q.Cursor)
+	return c, err == nil, err
+}
+
+// Collect builds the page q selects from summaries in listing order that
+// all come after q's cursor (a store's index read from there): it stops
+// as soon as it knows whether a further page exists.
+func Collect(q ListQuery, after iter.Seq[Summary]) Page {
+	limit := q.Limit
+	if limit <= 0 {
+		limit = DefaultPageSize
+	}
+	p := Page{Sessions: []Summary{}}
+	for s := range after {
+		if !q.keeps(s) {
+			continue
+		}
+		if len(p.Sessions) == limit {
+			p.Next = encodeCursor(p.Sessions[limit-1])
+			break
+		}
+		p.Sessions = append(p.Sessions, s)
+	}
+	return p
+}
+
+// Before reports whether a comes before b in the listing order (newer
+// updates first, then by id).
+func Before(a, b Summary) bool { return before(a, b) }
 
 // before is the listing order: newer updates first, then by id.
 func before(a, b Summary) bool {

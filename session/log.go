@@ -22,6 +22,7 @@ type Log struct {
 	mu       sync.Mutex // guards the fields below
 	header   Header
 	events   []Event
+	last     map[string]int // index in events of the last event of each type
 	flushed  int
 	lazy     bool // the store holds writes not yet forced to disk
 	clock    Clock
@@ -45,6 +46,9 @@ func ResumeLog(h Header, events []Event, clock Clock, store Store) *Log {
 	l := NewLog(h, clock, store)
 	l.events = events
 	l.flushed = len(events)
+	for i, e := range events {
+		l.noteLast(i, e.Type)
+	}
 	return l
 }
 
@@ -71,6 +75,34 @@ func (l *Log) Len() int {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	return len(l.events)
+}
+
+// Last returns the latest event of type typ, in O(1): the folds that
+// read only the newest event of a type (a knob, the mode, the approval
+// policy, the open turn) read it here instead of scanning the log.
+func (l *Log) Last(typ string) (Event, bool) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	i, ok := l.last[typ]
+	if !ok {
+		return Event{}, false
+	}
+	return l.events[i], true
+}
+
+// LastSeq returns the seq of the latest event of type typ, or -1.
+func (l *Log) LastSeq(typ string) int {
+	if e, ok := l.Last(typ); ok {
+		return e.Seq
+	}
+	return -1
+}
+
+func (l *Log) noteLast(i int, typ string) {
+	if l.last == nil {
+		l.last = map[string]int{}
+	}
+	l.last[typ] = i
 }
 
 // Subscribe registers fn and returns a function that removes it.
@@ -123,6 +155,7 @@ func (l *Log) Append(typ string, data any, opts ...AppendOption) Event {
 	ev.Time = l.clock()
 	stored := ev
 	stored.Payload = nil // subscribers get it; the log keeps only the encoding
+	l.noteLast(len(l.events), typ)
 	l.events = append(l.events, stored)
 	subs := l.subs
 	l.mu.Unlock()

@@ -54,3 +54,23 @@ func TitleOf(text string) string {
 	}
 	return line
 }
+
+// FirstTitle is the title (TitleOf) of the first user message in events
+// that has text, or "".
+func FirstTitle(events []Event) string {
+	for _, ev := range events {
+		if ev.Type != TypeUserMessage {
+			continue
+		}
+		var m Message
+		if ev.Decode(&m) != nil {
+			continue
+		}
+		for _, b := range m.Content {
+			if b.Type == BlockText && strings.TrimSpace(b.Text) != "" {
+				return TitleOf(b.Text)
+			}
+		}
+	}
+	return ""
+}

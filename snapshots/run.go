@@ -101,7 +101,7 @@ func (p InProcess) Launch(ctx context.Context, sc *Scenario, cwd, sessionsRoot, 
 	var stderr syncBuffer
 	log := zerolog.New(&stderr).Level(zerolog.InfoLevel)
 	srv := comp.NewServer(composition.ServerOptions{Provider: provider, Store: store, Log: log, Version: p.Version, LaunchDir: cwd, Confiner: confiner,
-		Getenv: getenvWith(homeEnv(home))})
+		Getenv: getenvWith(homeEnv(home)), CheckDerivation: true})
 	inR, inW := io.Pipe()
 	outR, outW := io.Pipe()
 	done := make(chan error, 1)

@@ -332,7 +332,7 @@ func serve(ctx context.Context, o *options, stdin io.Reader, stdout io.Writer, l
 	}
 	srv := comp.NewServer(composition.ServerOptions{Provider: provider, Store: store, Log: log, Version: version, LaunchDir: cwd, Confiner: confiner,
 		MaxSteps: user.MaxSteps, Limits: user.Limits, Delegation: user.Delegation, Models: user.Models, ListModels: modelLister(o, user, k, getenv, log),
-		Auth: envAuth(o, k, log)})
+		Auth: envAuth(o, k, log), CheckDerivation: getenv("DSH_SNAPSHOT") == "replay"})
 	log.Info().Str("composition", comp.Name).Str("sessions", root).Msg("serving ACP on stdio")
 	return srv.Serve(ctx, stdin, stdout)
 }

@@ -25,10 +25,25 @@ var (
 // turn/end).
 const tailBytes = 64 << 10
 
-// Summaries implements session.Summarizer: every stored session's header
-// (first line) and the time of its last complete event (read from the
-// file's tail).
+// Summaries implements session.Summarizer: every stored session's
+// summary, from the list index.
 func (s *Store) Summaries(ctx context.Context) ([]session.Summary, error) {
+	if err := s.usable(ctx); err != nil {
+		return nil, err
+	}
+	x := &s.lists
+	x.mu.Lock()
+	defer x.mu.Unlock()
+	if err := s.refresh(ctx); err != nil {
+		return nil, err
+	}
+	return x.sums.All(), nil
+}
+
+// scanSummaries reads every stored session's summary from its log: the
+// header (first line), the time of its last complete event (read from the
+// file's tail) and its title.
+func (s *Store) scanSummaries(ctx context.Context) ([]session.Summary, error) {
 	hs, err := s.List(ctx)
 	if err != nil {
 		return nil, err
@@ -45,7 +60,7 @@ func (s *Store) Summaries(ctx context.Context) ([]session.Summary, error) {
 				continue
 			}
 		}
-		out = append(out, session.Summary{Header: h, UpdatedAt: lastTime(p, h.CreatedAt)})
+		out = append(out, session.Summary{Header: h, UpdatedAt: lastTime(p, h.CreatedAt), Title: fileTitle(p)})
 	}
 	return out, nil
 }
@@ -135,6 +150,7 @@ func (s *Store) Delete(ctx context.Context, id string) error {
 		return fmt.Errorf("delete session %q: %w", id, err)
 	}
 	e.path, e.next = "", 0
+	s.appendIndex(indexLine{Deleted: id})
 	if err := syncDir(filepath.Dir(path)); err != nil {
 		return fmt.Errorf("delete session %q: %w", id, err)
 	}

@@ -99,10 +99,9 @@ func readLog(path, id string) (session.Header, []session.Event, error) {
 		}
 		return h, nil, nil
 	}
-	var (
-		cands []session.Candidate
-		ends  []int // byte offset just past each candidate line
-	)
+	lines := bytes.Count(data[nl+1:], []byte{'\n'}) + 1
+	cands := make([]session.Candidate, 0, lines)
+	ends := make([]int, 0, lines) // byte offset just past each candidate line
 	pos := nl + 1
 	for pos < len(data) {
 		i := bytes.IndexByte(data[pos:], '\n')

@@ -42,6 +42,8 @@ type Store struct {
 	mu     sync.Mutex // guards closed and index
 	closed bool
 	index  map[string]*entry
+
+	lists listIndex // the list index (sessions.index)
 }
 
 // entry is the in-memory index record of one session id. Entries are never
@@ -51,7 +53,10 @@ type entry struct {
 	path string     // "" while the session's file is unknown (or not held)
 	next int        // next seq to append; valid when path != ""
 	lazy bool       // written without fsync since the last durable write
-	held *lock.File // the session's ownership lock (session.Owner)
+	// titled says the session's title is in the list index (its first
+	// titled user message was written); valid when path != "".
+	titled bool
+	held   *lock.File // the session's ownership lock (session.Owner)
 	// planned is the path a new session's file will have, set by Prepare
 	// once the bucket exists and the lock is held ("" when not prepared).
 	planned string
@@ -76,7 +81,11 @@ func Open(root string) (*Store, error) {
 	if err := os.MkdirAll(root, 0o700); err != nil {
 		return nil, fmt.Errorf("open jsonl session store: %w", err)
 	}
-	return &Store{root: root, index: map[string]*entry{}}, nil
+	s := &Store{root: root, index: map[string]*entry{}}
+	if err := s.startIndex(); err != nil {
+		return nil, fmt.Errorf("open jsonl session store: %w", err)
+	}
+	return s, nil
 }
 
 // Root returns the directory the store was opened on.
@@ -296,7 +305,7 @@ func (s *Store) append(ctx context.Context, h session.Header, events []session.E
 			if err != nil {
 				return fmt.Errorf("append to session %q: %w", h.ID, err)
 			}
-			e.path, e.next = path, len(evs)
+			e.path, e.next, e.titled = path, len(evs), session.FirstTitle(evs) != ""
 		}
 	}
 	if err := checkSeqs(h.ID, e.next, events); err != nil {
@@ -335,7 +344,7 @@ func (s *Store) append(ctx context.Context, h session.Header, events []session.E
 		if err := materialize(s.root, path, header, body, durable); err != nil {
 			return fmt.Errorf("append to session %q: %w", h.ID, err)
 		}
-		e.path, e.planned = path, ""
+		e.path, e.planned, e.titled = path, "", false
 		e.lazy = !durable
 		if !durable {
 			// Make the new directory entries durable in the background,
@@ -359,6 +368,7 @@ func (s *Store) append(ctx context.Context, h session.Header, events []session.E
 		}
 	}
 	e.next += len(events)
+	s.noteWrite(e, h, events)
 	if durable {
 		return s.syncEntry(e, true)
 	}
@@ -418,7 +428,7 @@ func (s *Store) Load(ctx context.Context, id string) (session.Header, []session.
 		}
 		return session.Header{}, nil, fmt.Errorf("load session %q: %w", id, err)
 	}
-	e.path, e.next = path, len(events)
+	e.path, e.next, e.titled = path, len(events), session.FirstTitle(events) != ""
 	if closers := session.RepairClosers(events); len(closers) > 0 {
 		body, err := encodeEvents(closers)
 		if err != nil {
@@ -429,6 +439,7 @@ func (s *Store) Load(ctx context.Context, id string) (session.Header, []session.
 		}
 		events = append(events, closers...)
 		e.next = len(events)
+		s.noteWrite(e, h, closers)
 	}
 	return h, events, nil
 }

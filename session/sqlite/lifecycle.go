@@ -2,7 +2,6 @@ package sqlite
 
 import (
 	"context"
-	"errors"
 	"fmt"
 
 	"github.com/dsh-acp/dsh-acp/session"
@@ -13,46 +12,6 @@ var (
 	_ session.Summarizer = (*Store)(nil)
 	_ session.Deleter    = (*Store)(nil)
 )
-
-// Summaries implements session.Summarizer: every stored session's header
-// and the time of its last event (its creation time while it has none).
-func (s *Store) Summaries(ctx context.Context) ([]session.Summary, error) {
-	if err := ctx.Err(); err != nil {
-		return nil, err
-	}
-	rs, err := s.db.QueryContext(ctx, `SELECT `+headerColumns+`,
-		COALESCE((SELECT time FROM events WHERE session_id = sessions.id ORDER BY seq DESC LIMIT 1), created_at)
-		FROM sessions`)
-	if err != nil {
-		return nil, fmt.Errorf("list sessions: %w", err)
-	}
-	defer rs.Close()
-	var out []session.Summary
-	for rs.Next() {
-		var updated int64
-		h, err := scanHeader(scanWith{rs, &updated})
-		var ve *versionError
-		if errors.As(err, &ve) {
-			continue
-		}
-		if err != nil {
-			return nil, fmt.Errorf("list sessions: %w", err)
-		}
-		out = append(out, session.Summary{Header: h, UpdatedAt: updated})
-	}
-	if err := rs.Err(); err != nil {
-		return nil, fmt.Errorf("list sessions: %w", err)
-	}
-	return out, nil
-}
-
-// scanWith scans a header row followed by extra columns.
-type scanWith struct {
-	sc    interface{ Scan(...any) error }
-	extra *int64
-}
-
-func (w scanWith) Scan(dest ...any) error { return w.sc.Scan(append(dest, w.extra)...) }
 
 // Delete implements session.Deleter: under the session's lock it removes
 // the session row and (by cascade) its events, then gives the lock up. A

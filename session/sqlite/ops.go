@@ -140,6 +140,9 @@ func (s *Store) Append(ctx context.Context, h session.Header, events []session.E
 	if err := insertRows(ctx, tx, h.ID, rows); err != nil {
 		return fmt.Errorf("append to session %q: %w", h.ID, err)
 	}
+	if err := noteSummary(ctx, tx, h.ID, events); err != nil {
+		return fmt.Errorf("append to session %q: %w", h.ID, err)
+	}
 	if err := tx.Commit(); err != nil {
 		return fmt.Errorf("append to session %q: %w", h.ID, err)
 	}
@@ -248,6 +251,9 @@ func (s *Store) Load(ctx context.Context, id string) (session.Header, []session.
 		if _, err := tx.ExecContext(ctx, `DELETE FROM events WHERE session_id = ? AND seq >= ?`, id, n); err != nil {
 			return session.Header{}, nil, fmt.Errorf("load session %q: drop torn tail: %w", id, err)
 		}
+		if err := resetUpdated(ctx, tx, id); err != nil {
+			return session.Header{}, nil, fmt.Errorf("load session %q: drop torn tail: %w", id, err)
+		}
 		dirty = true
 	}
 	if closers := session.RepairClosers(events); len(closers) > 0 {
@@ -258,6 +264,9 @@ func (s *Store) Load(ctx context.Context, id string) (session.Header, []session.
 			}
 		}
 		if err := insertRows(ctx, tx, id, rows); err != nil {
+			return session.Header{}, nil, fmt.Errorf("load session %q: repair: %w", id, err)
+		}
+		if err := noteSummary(ctx, tx, id, closers); err != nil {
 			return session.Header{}, nil, fmt.Errorf("load session %q: repair: %w", id, err)
 		}
 		events = append(events, closers...)

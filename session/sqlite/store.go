@@ -198,18 +198,27 @@ func (s *Store) init(ctx context.Context, cfg config) error {
 	}
 	switch v {
 	case SchemaVersion:
-		return nil
+		var have bool
+		if err := tx.QueryRowContext(ctx, `SELECT EXISTS(SELECT 1 FROM sqlite_master WHERE name = 'session_summaries_order')`).Scan(&have); err != nil {
+			return fmt.Errorf("open session database %q: %w", s.path, err)
+		}
+		if have {
+			return nil
+		}
 	case 0:
+		for _, stmt := range schema {
+			if _, err := tx.ExecContext(ctx, stmt); err != nil {
+				return fmt.Errorf("create session schema: %w", err)
+			}
+		}
+		if _, err := tx.ExecContext(ctx, "PRAGMA user_version = "+strconv.Itoa(SchemaVersion)); err != nil {
+			return fmt.Errorf("set schema version: %w", err)
+		}
 	default:
 		return fmt.Errorf(`session database at "%s" has schema version %d, incompatible with this build (%d)`, s.path, v, SchemaVersion)
 	}
-	for _, stmt := range schema {
-		if _, err := tx.ExecContext(ctx, stmt); err != nil {
-			return fmt.Errorf("create session schema: %w", err)
-		}
-	}
-	if _, err := tx.ExecContext(ctx, "PRAGMA user_version = "+strconv.Itoa(SchemaVersion)); err != nil {
-		return fmt.Errorf("set schema version: %w", err)
+	if err := createSummaries(ctx, tx); err != nil {
+		return fmt.Errorf("open session database %q: %w", s.path, err)
 	}
 	if err := tx.Commit(); err != nil {
 		return fmt.Errorf("create session schema: %w", err)

@@ -43,3 +43,13 @@ func BenchmarkAppendTurn(b *testing.B) {
 		return st
 	})
 }
+
+// BenchmarkPage1000 pages through 1,000 sessions (target: 50 ms a pass).
+func BenchmarkPage1000(b *testing.B) {
+	storetest.BenchPage(b, func(b *testing.B) session.Store {
+		st, err := sqlite.Open(filepath.Join(b.TempDir(), "sessions.db"))
+		require.NoError(b, err)
+		b.Cleanup(func() { _ = st.Close() })
+		return st
+	})
+}

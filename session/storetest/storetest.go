@@ -48,6 +48,7 @@ func Run(t *testing.T, open Opener) {
 	t.Run("OwnerReentrant", func(t *testing.T) { testOwnerReentrant(t, open) })
 	t.Run("OwnerLogClose", func(t *testing.T) { testOwnerLogClose(t, open) })
 	runLifecycle(t, open, mk)
+	runIndex(t, open)
 }
 
 func testAppendReload(t *testing.T, st session.Store) {

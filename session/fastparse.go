@@ -1,0 +1,314 @@
+package session
+
+import (
+	"bytes"
+	"unicode/utf8"
+)
+
+// parseCanonical reads an event line in the form this build writes
+// ({"type","seq","time","data", then sourceEventSeqs and surfaceOp
+// "append" in either order}, data a compact object with no \u escapes)
+// without encoding/json: a 1,000-turn session/load parses some 100,000
+// such lines. It reports false for any other line, which the general
+// decoder then reads; where it reports true the general decoder gives the
+// same Event (FuzzEventFastPath).
+func parseCanonical(b []byte) (Event, bool) {
+	rest, ok := bytes.CutPrefix(b, []byte(`{"type":"`))
+	if !ok {
+		return Event{}, false
+	}
+	i := bytes.IndexByte(rest, '"')
+	if i < 0 {
+		return Event{}, false
+	}
+	typ := rest[:i]
+	for _, c := range typ {
+		if c < 0x20 || c >= 0x7f || c == '\\' { // event types are plain ASCII
+			return Event{}, false
+		}
+	}
+	rest = rest[i+1:]
+	var e Event
+	if rest, ok = bytes.CutPrefix(rest, []byte(`,"seq":`)); !ok {
+		return Event{}, false
+	}
+	var seq int64
+	if seq, rest, ok = leadingInt(rest, false); !ok {
+		return Event{}, false
+	}
+	if rest, ok = bytes.CutPrefix(rest, []byte(`,"time":`)); !ok {
+		return Event{}, false
+	}
+	if e.Time, rest, ok = leadingInt(rest, true); !ok {
+		return Event{}, false
+	}
+	if rest, ok = bytes.CutPrefix(rest, []byte(`,"data":`)); !ok {
+		return Event{}, false
+	}
+	body, ok := bytes.CutSuffix(rest, []byte("}"))
+	if !ok {
+		return Event{}, false
+	}
+	// The optional keys, read from the end: data is an object, so what
+	// follows its closing brace is theirs.
+	sawOp, sawSeqs := false, false
+	for range 2 {
+		if bytes.HasSuffix(body, []byte(`,"surfaceOp":"append"`)) && !sawOp {
+			body = body[:len(body)-len(`,"surfaceOp":"append"`)]
+			sawOp = true
+			e.SurfaceOpFirst = sawSeqs
+			continue
+		}
+		if bytes.HasSuffix(body, []byte("]")) && !sawSeqs {
+			j := bytes.LastIndex(body, []byte(`,"sourceEventSeqs":[`))
+			if j < 0 {
+				return Event{}, false
+			}
+			seqs, ok := parseInts(body[j+len(`,"sourceEventSeqs":[`) : len(body)-1])
+			if !ok {
+				return Event{}, false
+			}
+			e.SourceEventSeqs, body, sawSeqs = seqs, body[:j], true
+			continue
+		}
+		break
+	}
+	if !sawOp || !sawSeqs {
+		e.SurfaceOpFirst = false
+	}
+	if len(body) < 2 || body[0] != '{' || body[len(body)-1] != '}' {
+		return Event{}, false
+	}
+	if n, ok := scanValue(body, 0, 0); !ok || n != len(body) {
+		return Event{}, false
+	}
+	e.Type, e.Seq = string(typ), int(seq)
+	e.Data = bytes.Clone(body)
+	if sawOp {
+		e.SurfaceOp = SurfaceAppend
+	}
+	return e, true
+}
+
+// leadingInt reads the decimal integer b starts with (no leading zeros,
+// a minus only when neg is allowed, at most 18 digits).
+func leadingInt(b []byte, neg bool) (int64, []byte, bool) {
+	sign, i := int64(1), 0
+	if neg && len(b) > 0 && b[0] == '-' {
+		sign, i = -1, 1
+	}
+	start := i
+	var n int64
+	for i < len(b) && b[i] >= '0' && b[i] <= '9' {
+		n = n*10 + int64(b[i]-'0')
+		i++
+	}
+	digits := i - start
+	if digits == 0 || digits > 18 || (digits > 1 && b[start] == '0') {
+		return 0, nil, false
+	}
+	return sign * n, b[i:], true
+}
+
+// parseInts reads a comma-separated list of non-negative integers.
+func parseInts(b []byte) ([]int, bool) {
+	out := []int{}
+	if len(b) == 0 {
+		return out, true
+	}
+	for {
+		n, rest, ok := leadingInt(b, false)
+		if !ok {
+			return nil, false
+		}
+		out = append(out, int(n))
+		if len(rest) == 0 {
+			return out, true
+		}
+		if rest[0] != ',' {
+			return nil, false
+		}
+		b = rest[1:]
+	}
+}
+
+// scanValue checks the JSON value starting at b[i] and returns the index
+// just past it. It accepts only compact JSON (no whitespace between
+// tokens) whose strings hold no \u escape, so the value is what
+// jsonx.Compact would give back unchanged.
+func scanValue(b []byte, i, depth int) (int, bool) {
+	if i >= len(b) || depth > 200 {
+		return 0, false
+	}
+	switch c := b[i]; {
+	case c == '{':
+		i++
+		if i < len(b) && b[i] == '}' {
+			return i + 1, true
+		}
+		for {
+			if i >= len(b) || b[i] != '"' {
+				return 0, false
+			}
+			var ok bool
+			if i, ok = scanString(b, i); !ok || i >= len(b) || b[i] != ':' {
+				return 0, false
+			}
+			if i, ok = scanValue(b, i+1, depth+1); !ok || i >= len(b) {
+				return 0, false
+			}
+			switch b[i] {
+			case ',':
+				i++
+			case '}':
+				return i + 1, true
+			default:
+				return 0, false
+			}
+		}
+	case c == '[':
+		i++
+		if i < len(b) && b[i] == ']' {
+			return i + 1, true
+		}
+		for {
+			var ok bool
+			if i, ok = scanValue(b, i, depth+1); !ok || i >= len(b) {
+				return 0, false
+			}
+			switch b[i] {
+			case ',':
+				i++
+			case ']':
+				return i + 1, true
+			default:
+				return 0, false
+			}
+		}
+	case c == '"':
+		return scanString(b, i)
+	case c == '-' || (c >= '0' && c <= '9'):
+		return scanNumber(b, i)
+	case bytes.HasPrefix(b[i:], []byte("true")):
+		return i + 4, true
+	case bytes.HasPrefix(b[i:], []byte("false")):
+		return i + 5, true
+	case bytes.HasPrefix(b[i:], []byte("null")):
+		return i + 4, true
+	}
+	return 0, false
+}
+
+// scanString checks the string starting at b[i] (a quote).
+func scanString(b []byte, i int) (int, bool) {
+	for i++; i < len(b); i++ {
+		switch c := b[i]; {
+		case c == '"':
+			return i + 1, true
+		case c < 0x20:
+			return 0, false
+		case c == '\\':
+			i++
+			if i >= len(b) {
+				return 0, false
+			}
+			switch b[i] {
+			case '"', '\\', '/', 'b', 'f', 'n', 'r', 't':
+			default: // \u (jsonx.Compact may rewrite it) or invalid
+				return 0, false
+			}
+		}
+	}
+	return 0, false
+}
+
+// scanNumber checks the number starting at b[i].
+func scanNumber(b []byte, i int) (int, bool) {
+	if b[i] == '-' {
+		i++
+	}
+	digits := func() int {
+		n := 0
+		for i < len(b) && b[i] >= '0' && b[i] <= '9' {
+			i++
+			n++
+		}
+		return n
+	}
+	start := i
+	if n := digits(); n == 0 || (n > 1 && b[start] == '0') {
+		return 0, false
+	}
+	if i < len(b) && b[i] == '.' {
+		i++
+		if digits() == 0 {
+			return 0, false
+		}
+	}
+	if i < len(b) && (b[i] == 'e' || b[i] == 'E') {
+		i++
+		if i < len(b) && (b[i] == '+' || b[i] == '-') {
+			i++
+		}
+		if digits() == 0 {
+			return 0, false
+		}
+	}
+	return i, true
+}
+
+// ChunkDelta reads the chunk type and delta text of an assistant/chunk
+// event's data, {"turn":…,"step":…,"chunk":{"type":…,"index":…,"text":…}}
+// as this build writes it, without encoding/json; ok is false for any
+// other shape (a chunk without text, escapes in the text), which the
+// caller then decodes in full.
+func ChunkDelta(data []byte) (kind, text string, ok bool) {
+	rest, ok := bytes.CutPrefix(data, []byte(`{"turn":`))
+	if !ok {
+		return "", "", false
+	}
+	if _, rest, ok = leadingInt(rest, true); !ok {
+		return "", "", false
+	}
+	if rest, ok = bytes.CutPrefix(rest, []byte(`,"step":`)); !ok {
+		return "", "", false
+	}
+	if _, rest, ok = leadingInt(rest, true); !ok {
+		return "", "", false
+	}
+	if rest, ok = bytes.CutPrefix(rest, []byte(`,"chunk":{"type":"`)); !ok {
+		return "", "", false
+	}
+	i := bytes.IndexByte(rest, '"')
+	if i < 0 {
+		return "", "", false
+	}
+	k := rest[:i]
+	for _, c := range k {
+		if c < 0x20 || c >= 0x7f || c == '\\' { // chunk types are plain ASCII
+			return "", "", false
+		}
+	}
+	if rest, ok = bytes.CutPrefix(rest[i+1:], []byte(`,"index":`)); !ok {
+		return "", "", false
+	}
+	if _, rest, ok = leadingInt(rest, true); !ok {
+		return "", "", false
+	}
+	if rest, ok = bytes.CutPrefix(rest, []byte(`,"text":"`)); !ok {
+		return "", "", false
+	}
+	t, ok := bytes.CutSuffix(rest, []byte(`"}}`))
+	if !ok || bytes.ContainsAny(t, "\"\\") || bytes.ContainsAny(k, "\"\\") {
+		return "", "", false
+	}
+	for _, c := range t {
+		if c < 0x20 {
+			return "", "", false
+		}
+	}
+	if !utf8.Valid(t) || !utf8.Valid(k) { // the decoder would replace what is not UTF-8
+		return "", "", false
+	}
+	return string(k), string(t), true
+}
