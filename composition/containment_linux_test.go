@@ -18,9 +18,11 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/dsh-acp/dsh-acp/agent/llm"
 	"github.com/dsh-acp/dsh-acp/composition"
 	"github.com/dsh-acp/dsh-acp/internal/acpclient"
 	"github.com/dsh-acp/dsh-acp/sandbox"
+	"github.com/dsh-acp/dsh-acp/session"
 )
 
 // sink is a loopback TCP listener that counts connections and bytes.
@@ -341,4 +343,60 @@ func TestContainedMissingProtectedFiles(t *testing.T) {
 		"description": "plant"})
 	assert.False(t, exists(settings), "bash created .vscode/settings.json")
 	assert.False(t, exists(hook), "bash created a git hook")
+}
+
+// The network stays off whatever path the command takes: run_code, a
+// subagent, a workflow child; asked from run_code, the request still names
+// the command.
+func TestContainedNetworkEveryPath(t *testing.T) {
+	l := newContainLab(t, &sandbox.Bwrap{}, false)
+	s := newSink(t)
+	sid := l.srv.newSession(t, l.ws).SessionID
+	l.srv.setConfig(t, sid, "tool-mode", "both")
+	send := strings.ReplaceAll(strings.ReplaceAll(jsonString(s.send()), `\u003c`, "<"), `\u003e`, ">")
+	send = strings.ReplaceAll(send, `\u0026`, "&")
+
+	l.call(t, sid, "code", "run_code", map[string]any{"code": "return await tools.bash({command: " + send + ", description: 'send'})"})
+	assert.Zero(t, s.conns.Load(), "run_code")
+
+	bashArgs, _ := json.Marshal(map[string]any{"command": s.send(), "description": "send"})
+	l.p.script("child: send it", toolCall{Name: "bash", Args: string(bashArgs)})
+	l.call(t, sid, "delegate", "subagent", map[string]any{"description": "send", "prompt": "child: send it"})
+	assert.Zero(t, s.conns.Load(), "subagent")
+	l.call(t, sid, "flow", "workflow", map[string]any{"script": "return await agent('child: send it', {label: 'send'})",
+		"meta": map[string]any{"name": "send", "description": "send"}})
+	assert.Zero(t, s.conns.Load(), "workflow child")
+	// The children really ran the command: their models got the marker.
+	children := 0
+	for _, req := range l.p.requests() {
+		if prompt, after := position(req); prompt == "child: send it" && after && strings.Contains(blocksText(req.Messages), "network access denied") {
+			children++
+		}
+	}
+	assert.Equal(t, 2, children, "the subagent's and the workflow child's bash results")
+
+	l.setAnswer("allow-once")
+	l.call(t, sid, "code-net", "run_code", map[string]any{"code": "return await tools.bash({command: " + send +
+		", description: 'send', network: true, justification: 'uploads'})"})
+	assert.Equal(t, int64(1), s.conns.Load(), "run_code, allowed once")
+	asked := l.requests()
+	require.NotEmpty(t, asked)
+	assert.Contains(t, asked[len(asked)-1].texts(), s.send())
+	assert.Contains(t, asked[len(asked)-1].texts(), "with network access")
+}
+
+// blocksText joins every text of the messages, tool results included.
+func blocksText(ms []llm.Message) string {
+	var b strings.Builder
+	var walk func(bs []session.Block)
+	walk = func(bs []session.Block) {
+		for _, x := range bs {
+			b.WriteString(x.Text)
+			walk(x.Content)
+		}
+	}
+	for _, m := range ms {
+		walk(m.Content)
+	}
+	return b.String()
 }
