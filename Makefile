@@ -3,15 +3,29 @@
 GO ?= go
 BIN := bin/dsh-acp
 UPSTREAM ?= ../shared/upstream
-VERSION ?= $(shell git describe --always --dirty 2>/dev/null || echo dev)
+# RELEASE is the semantic version of the next release, declared here only:
+# make dist stamps it as is (0.3.0), make build as a development build of
+# it (0.3.0-dev+<commit>); --version and initialize's agentInfo.version
+# carry it.
+RELEASE := 0.3.0
+COMMIT := $(shell git rev-parse --short=12 HEAD 2>/dev/null)
+VERSION ?= $(RELEASE)-dev$(if $(COMMIT),+$(COMMIT))
 LDFLAGS := -s -w -X main.version=$(VERSION)
+# DIST_CMDS are the executables every release archive ships, the agent's
+# first; the JS worker joins them once its command exists.
+DIST_CMDS := ./cmd/dsh-acp $(addprefix ./,$(wildcard cmd/dsh-acp-worker))
+# DIST_BASE_URL is where the archives are published (agent.json's archive
+# URLs are $(DIST_BASE_URL)/<archive>); DIST_TARGETS narrows the six.
+DIST_BASE_URL ?= https://github.com/dsh-acp/dsh-acp/releases/download/v$(RELEASE)
+DIST_TARGETS ?=
+SOURCE_DATE_EPOCH ?= $(shell git log -1 --format=%ct 2>/dev/null)
 # The staticcheck release `make lint` runs (2026.2.2, built for Go 1.26 and
 # 1.27); `make tools` installs it into $(GOBIN).
 STATICCHECK_VERSION := v0.8.2
 GOBIN ?= $(shell $(GO) env GOPATH)/bin
 STATICCHECK := $(GOBIN)/staticcheck
 
-.PHONY: build test lint tools fuzz demo conformance snapshots bench vet clean
+.PHONY: build dist test lint tools fuzz demo conformance snapshots bench vet clean
 
 ## build: a static binary (no cgo: sandbox probing, Landlock and user
 ## lookup are pure Go), so it runs on any Linux and maps no libc; without
@@ -19,6 +33,16 @@ STATICCHECK := $(GOBIN)/staticcheck
 ## neither is mapped at run time; stack traces keep their names).
 build:
 	CGO_ENABLED=0 $(GO) build -trimpath -ldflags "$(LDFLAGS)" -o $(BIN) ./cmd/dsh-acp
+
+## dist: the release in dist/: an archive per ACP Registry platform
+## (darwin, linux: .tar.gz; windows: .zip; the executables at the root,
+## LICENSE, README.md), SHA256SUMS, and the registry entry agent.json with
+## icon.svg. Offline (the module cache only: run go mod download first on
+## a fresh machine) and reproducible: -trimpath, an empty build id, no cgo,
+## archive entries sorted and dated SOURCE_DATE_EPOCH (the last commit's).
+dist:
+	SOURCE_DATE_EPOCH=$(SOURCE_DATE_EPOCH) $(GO) run ./cmd/dist -version $(RELEASE) -base-url $(DIST_BASE_URL) \
+		-out dist $(if $(DIST_TARGETS),-targets $(DIST_TARGETS)) $(DIST_CMDS)
 
 ## test: every unit, integration and replay test, with the race detector.
 test:
@@ -87,4 +111,4 @@ vet:
 	$(GO) vet ./...
 
 clean:
-	rm -rf bin
+	rm -rf bin dist

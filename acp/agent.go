@@ -145,11 +145,12 @@ type Options struct {
 	// everything but text and resource_link, and passes a link on as
 	// "[resource_link name=… uri=…]" (acp-bridge § 5).
 	PromptContext bool
-	// EnvAuth advertises the API key variable as an env_var auth method;
-	// authenticate, and session/new for a client that advertised auth
-	// capabilities, answer auth_required while it is unset, saying what
-	// to set (other clients learn it from the first prompt's error). Nil:
-	// authMethods is [] and authenticate a no-op, as upstream.
+	// EnvAuth advertises the API key: an env_var auth method, a terminal
+	// sign-in to clients that run one, logout when a stored key can be
+	// forgotten; authenticate, session/prompt, and session/new for a
+	// client that advertised auth capabilities, answer auth_required
+	// while no key is there, saying how to provide one. Nil: authMethods
+	// is [] and authenticate a no-op, as upstream.
 	EnvAuth *EnvAuth
 	// PromptCommands lists a project's prompt commands (cwd: the
 	// session's): slash commands whose text, expanded, is sent to the
@@ -177,6 +178,12 @@ type Options struct {
 	// card returns to in_progress once allowed. Upstream sends the tool
 	// call id alone (acp-bridge § 13).
 	DetailedPermissions bool
+	// ChildApprovals puts a child agent's permission request (a sandbox
+	// escalation, a write under read-only, inside a subagent, a fork or a
+	// workflow child) to the user of the session the child works for,
+	// on that session, with the concrete action shown. Upstream lets it
+	// fall through to "unavailable" (subagents-workflows § 1).
+	ChildApprovals bool
 	// ContextWindow, when positive, turns on the context meter: a
 	// usage_update after every model call (upstream sends none).
 	ContextWindow int

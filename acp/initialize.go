@@ -3,7 +3,9 @@ package acp
 import "encoding/json"
 
 // initialize negotiates the protocol version and remembers the client's
-// terminal_output capability for sessions created afterwards.
+// terminal_output capability for sessions created afterwards, and which
+// auth methods it runs (a terminal sign-in only to a client that enables
+// it, as AuthMethodTerminal requires).
 func (s *Server) initialize(params json.RawMessage) (any, error) {
 	var req InitializeRequest
 	if err := decode(params, &req); err != nil {
@@ -18,6 +20,7 @@ func (s *Server) initialize(params json.RawMessage) (any, error) {
 	s.client = req.ClientCapabilities
 	s.elicitation = req.ClientCapabilities.Elicitation != nil && req.ClientCapabilities.Elicitation.Form != nil
 	s.authAware = len(req.ClientCapabilities.Auth) > 0 && string(req.ClientCapabilities.Auth) != "null"
+	s.clientAuth = readClientAuth(req.ClientCapabilities)
 	sub := req.ClientCapabilities.Subagents
 	s.subagents = s.opts.EditorCards && len(sub) > 0 && string(sub) != "null"
 	if sc := req.ClientCapabilities.Session; sc != nil {
@@ -42,6 +45,7 @@ func (s *Server) initialize(params json.RawMessage) (any, error) {
 			PromptCapabilities:  PromptCapabilities{Image: s.opts.PromptContext && s.opts.Images, EmbeddedContext: s.opts.PromptContext},
 			MCPCapabilities:     s.mcpCapabilities(),
 			SessionCapabilities: s.lifecycleCapabilities(sc),
+			Auth:                s.authCapabilities(),
 		},
 		AuthMethods: s.authMethods(),
 	}, nil

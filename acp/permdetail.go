@@ -41,18 +41,28 @@ func (s *Server) hasCard(ls *liveSession, callID string) bool {
 
 // permissionCall is the toolCall of a detailed permission request: the
 // call's card (pending while the user decides) followed by what is asked;
-// a request without a card gets a title and content of its own.
+// a request without a card (a call made from run_code, or by a child
+// agent) gets a title and content of its own. Either way the concrete
+// action (req.Action: the command a sandbox escalation would run) is
+// shown whole, whatever the card's title shows of it.
 func (s *Server) permissionCall(ls *liveSession, req approval.Request) ToolCallRef {
 	s.mu.Lock()
 	card, ok := ls.cards[req.CallID]
 	s.mu.Unlock()
 	ask := textItem(askText(req))
 	if !ok {
-		return ToolCallRef{ToolCallID: req.CallID, Title: askTitle(req), Kind: askKind(req), Status: StatusPending,
+		ref := ToolCallRef{ToolCallID: req.CallID, Title: askTitle(req), Kind: askKind(req), Status: StatusPending,
 			Content: []ToolCallContent{ask}}
+		if req.Action != "" {
+			ref.Content = []ToolCallContent{textItem(actionBlock(req)), ask}
+		}
+		return ref
 	}
 	var content []ToolCallContent
-	if card.Kind == capabilities.ToolKindExecute {
+	switch {
+	case req.Action != "" && req.Scope == approval.ScopeSandbox:
+		content = append(content, textItem(actionBlock(req)))
+	case card.Kind == capabilities.ToolKindExecute:
 		// The whole command, whatever the title shows of it.
 		content = append(content, textItem("```sh\n"+card.Title+"\n```"))
 	}
@@ -60,6 +70,15 @@ func (s *Server) permissionCall(ls *liveSession, req approval.Request) ToolCallR
 	content = append(append(content, withoutTerminals(card.Content)...), ask)
 	return ToolCallRef{ToolCallID: req.CallID, Title: card.Title, Kind: card.Kind, Status: StatusPending,
 		RawInput: card.RawInput, Locations: card.Locations, Content: content}
+}
+
+// actionBlock shows a request's concrete action as a code block: a shell
+// block for a command.
+func actionBlock(req approval.Request) string {
+	if req.Scope == approval.ScopeSandbox {
+		return "```sh\n" + req.Action + "\n```"
+	}
+	return "```\n" + req.Action + "\n```"
 }
 
 // withoutTerminals drops terminal widgets from card content.
@@ -134,10 +153,14 @@ func sandboxDescription(mode string) string {
 	return mode
 }
 
-// askTitle titles a request that has no card.
+// askTitle titles a request that has no card: a command by itself (as
+// its card would be), else what is asked.
 func askTitle(req approval.Request) string {
-	if req.ToolName == HooksConsent {
+	switch {
+	case req.ToolName == HooksConsent:
 		return "Run this project's hooks?"
+	case req.Scope == approval.ScopeSandbox && req.Action != "":
+		return req.Action
 	}
 	if req.Scope == approval.ScopeNetwork {
 		return "Run `" + clipRunes(req.Subject, 60) + "` with network access?"
@@ -147,7 +170,7 @@ func askTitle(req approval.Request) string {
 
 // askKind is the tool kind of a request that has no card.
 func askKind(req approval.Request) capabilities.ToolKind {
-	if req.ToolName == HooksConsent {
+	if req.ToolName == HooksConsent || req.Scope == approval.ScopeSandbox {
 		return capabilities.ToolKindExecute
 	}
 	return capabilities.ToolKindOther
@@ -173,10 +196,12 @@ func alwaysName(req approval.Request) string {
 
 // projectScope is what "always allow in this project" would cover for a
 // request, and the option's name ("" when the request has no such
-// scope): one command at one sandbox level, or file writes.
-func projectScope(req approval.Request, title string) (scope, name string) {
-	if mode, _, ok := escalation(req); ok && title != "" {
-		return "run:" + mode + ":" + title, "Always allow `" + clipRunes(title, 60) + "` with " + sandboxName(mode) + " in this project"
+// scope): one command (its canonical text, req.Action, never a title) at
+// one sandbox level, or file writes. An escalation that does not name its
+// command offers no such option.
+func projectScope(req approval.Request) (scope, name string) {
+	if mode, _, ok := escalation(req); ok && req.Action != "" {
+		return "run:" + mode + ":" + req.Action, "Always allow `" + clipRunes(req.Action, 60) + "` with " + sandboxName(mode) + " in this project"
 	}
 	if req.Scope == approval.ScopeWrites {
 		return "write", "Always allow writes in this project"

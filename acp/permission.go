@@ -63,11 +63,26 @@ type ToolCallRef struct {
 // for its own top-level sessions' tool calls (acp-bridge § 13). Only the
 // allow-once option grants; anything unexpected is conservative.
 func (s *Server) Answer(ctx context.Context, sessionID string, req approval.Request) (approval.Outcome, bool, error) {
+	if req.CallID == "" {
+		return "", false, nil
+	}
+	child := false
+	if s.opts.ChildApprovals {
+		if r, ok := s.agent.(childRouter); ok {
+			if root, ok := r.RootOf(sessionID); ok {
+				// A child agent's request, asked on the session it works
+				// for; its call has no card there, so its id is made
+				// distinct from the session's own calls.
+				sessionID, child = root, true
+				req.CallID = "subagent/" + req.CallID
+			}
+		}
+	}
 	s.mu.Lock()
 	ls := s.sessions[sessionID]
 	closed := s.closed
 	s.mu.Unlock()
-	if ls == nil || req.CallID == "" || closed {
+	if ls == nil || closed {
 		return "", false, nil
 	}
 	params := RequestPermissionRequest{SessionID: sessionID, ToolCall: ToolCallRef{ToolCallID: req.CallID}, Options: []PermissionOption{
@@ -78,6 +93,9 @@ func (s *Server) Answer(ctx context.Context, sessionID string, req approval.Requ
 		if s.opts.DetailedPermissions {
 			name = alwaysName(req)
 		}
+		if child {
+			name = forSubagent(name)
+		}
 		params.Options = append(params.Options, PermissionOption{OptionID: optionAllowAlways, Name: name, Kind: AllowAlways})
 	}
 	var scope, project string
@@ -86,7 +104,7 @@ func (s *Server) Answer(ctx context.Context, sessionID string, req approval.Requ
 		if s.opts.Grants != nil {
 			project = ls.s.Log().Header().Cwd
 			var name string
-			if scope, name = projectScope(req, params.ToolCall.Title); scope != "" {
+			if scope, name = projectScope(req); scope != "" {
 				if s.opts.Grants.Granted(project, scope) {
 					return approval.AllowedOnce, true, nil
 				}
@@ -122,6 +140,23 @@ func (s *Server) Answer(ctx context.Context, sessionID string, req approval.Requ
 		return approval.AllowedOnce, true, nil
 	}
 	return approval.Rejected, true, nil
+}
+
+// forSubagent names an "always" option of a child agent's request: it
+// widens that child only, never the session it works for.
+func forSubagent(name string) string {
+	r := strings.NewReplacer("in this session", "for this subagent", "keep this session at", "keep this subagent at",
+		"switches the sandbox", "switches its sandbox")
+	if out := r.Replace(name); out != name {
+		return out
+	}
+	return name + " (this subagent only)"
+}
+
+// childRouter finds the top-level session a live child agent works for
+// (agent.Runtime.RootOf).
+type childRouter interface {
+	RootOf(id string) (string, bool)
 }
 
 // The outcomes of a permission request.

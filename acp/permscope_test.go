@@ -17,7 +17,7 @@ func TestAlwaysNamesTheRequestsScope(t *testing.T) {
 		always      string
 		projectName string
 	}{
-		{approval.Request{ToolName: "bash", Reason: "escalate sandbox to danger-full-access: needs the network", Scope: approval.ScopeSandbox, Subject: "danger-full-access", Detail: "needs the network"},
+		{approval.Request{ToolName: "bash", Reason: "escalate sandbox to danger-full-access: needs the network", Scope: approval.ScopeSandbox, Subject: "danger-full-access", Detail: "needs the network", Action: "make"},
 			"Always allow, and keep this session at Full access", "Always allow `make` with Full access in this project"},
 		{approval.Request{ToolName: "write", Reason: `write "/w/a": the sandbox is read-only`, Scope: approval.ScopeWrites},
 			"Always allow writes in this session (switches the sandbox to Workspace)", "Always allow writes in this project"},
@@ -30,9 +30,17 @@ func TestAlwaysNamesTheRequestsScope(t *testing.T) {
 	}
 	for _, c := range cases {
 		assert.Equal(t, c.always, alwaysName(c.req), c.req.Reason)
-		_, name := projectScope(c.req, "make")
+		_, name := projectScope(c.req)
 		assert.Equal(t, c.projectName, name, c.req.Reason)
 	}
+	// The grant is keyed on the command itself; an escalation that does
+	// not name its command (whatever its card is titled) offers none.
+	scope, _ := projectScope(cases[0].req)
+	assert.Equal(t, "run:danger-full-access:make", scope)
+	untitled := cases[0].req
+	untitled.Action = ""
+	scope, name := projectScope(untitled)
+	assert.Empty(t, scope+name)
 	mode, why, ok := escalation(cases[0].req)
 	assert.True(t, ok)
 	assert.Equal(t, "danger-full-access", mode)

@@ -17,6 +17,11 @@ func (s *Server) prompt(ctx context.Context, id RequestID, params json.RawMessag
 	if err := decode(params, &req); err != nil {
 		return nil, err
 	}
+	// Without a key no turn can run: auth_required, so that the client
+	// offers the sign-in, instead of a turn that fails at its model call.
+	if err := s.requireKey(); err != nil {
+		return nil, err
+	}
 	s.mu.Lock()
 	if s.closed {
 		s.mu.Unlock()

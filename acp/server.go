@@ -36,6 +36,7 @@ type Server struct {
 	client         ClientCapabilities // what the client advertised at initialize
 	elicitation    bool               // the client advertised elicitation
 	authAware      bool               // the client advertised auth capabilities
+	clientAuth     clientAuth         // the auth methods the client runs
 	compaction     bool               // the client takes compaction_update (and the composition shows editor cards)
 	subagents      bool               // the client shows child sessions (subagent_update)
 	sessions       map[string]*liveSession
@@ -225,6 +226,10 @@ func (s *Server) dispatch(ctx context.Context, id RequestID, method string, para
 		return s.initialize(params)
 	case "authenticate":
 		return s.authenticate(params)
+	case "logout":
+		if s.opts.EnvAuth != nil && s.opts.EnvAuth.Logout != nil {
+			return s.logout()
+		}
 	case "session/new":
 		return s.newSession(ctx, params)
 	case "session/load":

@@ -60,6 +60,13 @@ type AgentCapabilities struct {
 	PromptCapabilities  PromptCapabilities   `json:"promptCapabilities"`
 	MCPCapabilities     *MCPCapabilities     `json:"mcpCapabilities,omitempty"`
 	SessionCapabilities *SessionCapabilities `json:"sessionCapabilities,omitempty"`
+	// Auth is present when the agent supports logout.
+	Auth *AgentAuthCapabilities `json:"auth,omitempty"`
+}
+
+// AgentAuthCapabilities advertises optional auth methods.
+type AgentAuthCapabilities struct {
+	Logout *struct{} `json:"logout,omitempty"`
 }
 
 // SessionCapabilities advertises optional session methods.

@@ -167,6 +167,9 @@ func (s *Session) runSteps(ctx context.Context, turn int) session.EndReason {
 				"stopped after %d model calls in one turn (the step limit): the model kept calling tools. "+
 					"Send another prompt to let it go on, or raise maxSteps in the configuration.", max)}
 		}
+		if end, ok := s.stepAllowed(step); !ok {
+			return end
+		}
 		if !compactedTurn && s.shouldCompact() {
 			// One summarising call, as a step of its own; the next
 			// request is derived from the summary (or, if it failed, from
@@ -360,7 +363,8 @@ func (s *Session) askTool(ctx context.Context, c pipeline.Call, reason string) c
 		}
 		return errorText(reason)
 	}
-	o, err := s.rt.cfg.Approval.Request(ctx, s.log, approval.Request{ToolName: c.Name, CallID: c.CallID, Reason: reason})
+	o, err := s.rt.cfg.Approval.Request(ctx, s.log, approval.Request{ToolName: c.Name, CallID: c.CallID, Reason: reason,
+		Action: c.Name + " " + string(c.Args)})
 	if err != nil {
 		return errorText(err.Error())
 	}

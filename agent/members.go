@@ -19,6 +19,9 @@ func (s *Session) builtinMembers() []any {
 	if s.rt.cfg.Modes != nil {
 		ms = append(ms, &modeService{s: s})
 	}
+	if s.rt.cfg.ToolModeKnob {
+		ms = append(ms, toolModeGate{s: s})
+	}
 	ms = append(ms, knobAnchor{s: s}, injections{s: s})
 	if s.rt.cfg.Approval != nil {
 		ms = append(ms, &narrator{s: s})

@@ -71,6 +71,9 @@ type Config struct {
 	// both; logged tools/mode events), read by the composition's tools
 	// through Session.Knob.
 	ToolModeKnob bool
+	// Delegation bounds the child agents of each session tree (zero: no
+	// bounds, as upstream).
+	Delegation Delegation
 	// MaxChildDepth caps how deep child agents nest (a session is depth
 	// 0, its children 1, …); zero means no cap, as upstream.
 	MaxChildDepth int
@@ -130,7 +133,8 @@ func (r *Runtime) maxSteps() int {
 
 // Runtime creates and resumes sessions. It implements acp.Agent.
 type Runtime struct {
-	cfg Config
+	cfg      Config
+	children liveChildren // live child agents, for RootOf
 }
 
 // NewRuntime returns a runtime for cfg. A provider that can open its
@@ -286,14 +290,27 @@ type warmer interface {
 // with roots beyond its cwd; composed members join its pipeline unless the
 // session is the throwaway prewarm one.
 func (r *Runtime) open(log *session.Log, composed bool, client *capabilities.Host, roots []string) *Session {
-	return r.openChild(log, composed, client, roots, capabilities.ChildOptions{})
+	s := r.build(log, composed, nil, client, roots, capabilities.ChildOptions{})
+	if composed {
+		s.family = &family{limits: r.cfg.Delegation, root: s}
+	}
+	return s
 }
 
-// openChild is open with a child's options: its model, its extra tools
-// (after the registry's) and its extra pipeline members (after the
-// composition's).
-func (r *Runtime) openChild(log *session.Log, composed bool, client *capabilities.Host, roots []string, o capabilities.ChildOptions) *Session {
-	s := &Session{rt: r, log: log, model: o.Model}
+// openChild opens a child of parent with the child's options: its model,
+// its extra tools (after the registry's) and its extra pipeline members
+// (after the composition's); the parent's inheritable members replace the
+// child's fresh ones.
+func (r *Runtime) openChild(log *session.Log, parent *Session, client *capabilities.Host, roots []string, o capabilities.ChildOptions) *Session {
+	return r.build(log, true, parent, client, roots, o)
+}
+
+// build makes a session over log (a child of parent when parent is set).
+func (r *Runtime) build(log *session.Log, composed bool, parent *Session, client *capabilities.Host, roots []string, o capabilities.ChildOptions) *Session {
+	s := &Session{rt: r, log: log, model: o.Model, parent: parent}
+	if parent != nil {
+		s.family = parent.family
+	}
 	s.host = s.hostFor(client, roots)
 	s.tools = r.cfg.Tools(s)
 	if len(o.Extra) > 0 {
@@ -303,7 +320,11 @@ func (r *Runtime) openChild(log *session.Log, composed bool, client *capabilitie
 	s.restorePending(log.Events())
 	members := s.builtinMembers()
 	if composed && r.cfg.Members != nil {
-		members = append(members, r.cfg.Members(s)...)
+		s.composed = r.cfg.Members(s)
+		if parent != nil {
+			s.composed = inheritMembers(parent, s, s.composed)
+		}
+		members = append(members, s.composed...)
 	}
 	members = append(members, o.Members...)
 	p, err := pipeline.New(r.cfg.Log, members...)
@@ -327,6 +348,14 @@ type Session struct {
 	// (SubagentStop runs on it when this child closes).
 	watcher *pipeline.Pipeline
 	depth   int // 0 for a top-level session, parent's + 1 for a child
+	// parent is the session that spawned this child (nil: top level).
+	parent *Session
+	// family is the session tree's delegation state (shared with the
+	// root; nil for the throwaway prewarm session).
+	family *family
+	// composed are the composition's members of this session (a child's
+	// with its parent's Inheritable ones in place).
+	composed []any
 	// onSpawn is told of every child (SessionOptions.OnSpawn; children
 	// inherit it).
 	onSpawn func(parent, child *Session, title string)
@@ -340,6 +369,7 @@ type Session struct {
 	dropUpTo    int    // prompts with a ticket up to this one were queued when a cancel came
 	dropReason  string // that cancel's reason
 	disposed    bool
+	released    bool              // a child's close was counted (closedChild)
 	headerSent  bool              // this loop instance has logged its first header
 	pending     map[string]string // held knob switches, anchored at the next turn
 	pendingMode string            // a mode switch waiting for the next flush point
@@ -407,6 +437,7 @@ func (s *Session) Close(ctx context.Context) error {
 		s.watcher = nil
 		w.StopSubagent(context.WithoutCancel(ctx), s)
 	}
+	s.closedChild()
 	return errors.Join(s.tools.Close(ctx), s.log.Close(ctx))
 }
 

@@ -1,6 +1,12 @@
 package agent
 
-import "github.com/dsh-acp/dsh-acp/capabilities"
+import (
+	"context"
+	"fmt"
+
+	"github.com/dsh-acp/dsh-acp/agent/pipeline"
+	"github.com/dsh-acp/dsh-acp/capabilities"
+)
 
 // codeTool is the name of the code-mode tool the tool-mode knob switches.
 const codeTool = "run_code"
@@ -24,4 +30,24 @@ func (s *Session) offered(t capabilities.Tool) bool {
 		return t.Name() != codeTool
 	}
 	return true
+}
+
+// toolModeGate refuses run_code while the session's tool mode is native:
+// the model is not offered it then, and a call that names it anyway (a
+// model that remembers it, a hostile prompt) must not reach it either.
+type toolModeGate struct{ s *Session }
+
+// Name implements pipeline.Namer.
+func (toolModeGate) Name() string { return "tool mode" }
+
+// CheckTool implements pipeline.ToolGate.
+func (g toolModeGate) CheckTool(_ context.Context, _ pipeline.Session, c pipeline.Call) (pipeline.ToolDecision, error) {
+	if c.Name != codeTool {
+		return pipeline.ToolDecision{}, nil
+	}
+	if mode, _ := g.s.Knob(KnobToolMode); mode == ToolModeNative {
+		return pipeline.ToolDecision{Verdict: pipeline.ToolDeny, Reason: fmt.Sprintf(
+			"tool %q is not available: the session's tool mode is native (the Tools option), so call the tools directly", codeTool)}, nil
+	}
+	return pipeline.ToolDecision{}, nil
 }

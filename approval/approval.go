@@ -59,6 +59,12 @@ type Request struct {
 	Scope   Scope
 	Subject string
 	Detail  string
+	// Action is the concrete action asked about, however the call
+	// arrived (directly, from run_code, from a child agent): the command
+	// a sandbox escalation would run, the input of a call a hook sent to
+	// ask. A permission prompt shows it, and a grant remembered for a
+	// project is keyed on it, never on a card's title.
+	Action string
 }
 
 // Scope is what an "always" answer to a Request would cover.

@@ -19,7 +19,8 @@ type Registry struct {
 	spill    *Spill
 	timeouts *Timeouts
 	sections []Section
-	src      sources // tools that come and go (see Attach)
+	src      *sources // tools that come and go (see Attach); shared with the registries With derives
+	tail     int      // how many of tools are With's extra ones, kept last on the wire
 }
 
 // WithSpill makes every result over the spill cap a bounded view plus a
@@ -48,7 +49,7 @@ func (r *Registry) Sections() []Section { return r.sections }
 
 // NewRegistry returns a registry of tools sorted by name.
 func NewRegistry(tools ...Tool) *Registry {
-	r := &Registry{byName: map[string]Tool{}}
+	r := &Registry{byName: map[string]Tool{}, src: &sources{}}
 	for _, t := range tools {
 		r.byName[t.Name()] = t
 	}
@@ -155,9 +156,14 @@ func (r *Registry) Close(ctx context.Context) error {
 // With returns a registry holding r's tools followed by extra, in the
 // order given: a tool offered to one agent only (structured_output) is
 // appended last to that agent's wire list. An extra tool replaces one of
-// r's by name.
+// r's by name. Everything else r is composed of carries over: its spill
+// step, its time budgets, its prompt sections (project instructions, the
+// skill catalogue) and its attached sources, which the two registries
+// share (a source attached to either is offered by both, and closing
+// either closes it once).
 func (r *Registry) With(extra ...Tool) *Registry {
-	out := &Registry{byName: make(map[string]Tool, len(r.tools)+len(extra))}
+	out := &Registry{byName: make(map[string]Tool, len(r.tools)+len(extra)),
+		spill: r.spill, timeouts: r.timeouts, sections: append([]Section(nil), r.sections...), src: r.src}
 	names := make(map[string]bool, len(extra))
 	for _, t := range extra {
 		names[t.Name()] = true
@@ -172,5 +178,6 @@ func (r *Registry) With(extra ...Tool) *Registry {
 		out.tools = append(out.tools, t)
 		out.byName[t.Name()] = t
 	}
+	out.tail = min(len(out.tools), r.tail+len(extra))
 	return out
 }

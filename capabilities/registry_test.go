@@ -4,8 +4,11 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"path/filepath"
 	"testing"
+	"time"
 
+	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
 	"github.com/dsh-acp/dsh-acp/capabilities"
@@ -68,4 +71,42 @@ func TestExecutePipeline(t *testing.T) {
 	out = plain.Execute(ctx, nil, "c", "echo", `{"text":"a"}`)
 	require.Equal(t, "Error: plain", out.Content[0].Text)
 	require.Nil(t, out.Error, "plain errors carry no error field")
+}
+
+// A registry derived for one agent (a structured child's) keeps all that
+// its base is composed of, not only the tools: a result over the spill
+// cap is still saved and bounded, a call still stops at its time budget,
+// the project's sections still reach the prompt, and an attached source's
+// tools are still offered (and closed once).
+func TestWithCarriesTheWholeComposition(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "spill")
+	base := capabilities.NewRegistry(big{lines: 5000}, sleeper{}).
+		WithSpill(capabilities.Spill{Cap: 4096, Dir: func(capabilities.Env) string { return dir }}).
+		WithTimeouts(capabilities.Timeouts{PerTool: map[string]time.Duration{"sleep": 100 * time.Millisecond}}).
+		WithSections(capabilities.Section{Name: "project:instructions", Order: 120, Text: "AGENTS.md says: run make check"})
+	src := &source{}
+	src.set(rawTool{name: "mcp__s__go", schema: mustRaw(t, `{"type":"object"}`)})
+	base.Attach(src)
+
+	child := base.With(echo{})
+	var names []string
+	for _, tl := range child.Tools() {
+		names = append(names, tl.Name())
+	}
+	assert.Equal(t, []string{"big", "mcp__s__go", "sleep", "echo"}, names, "the base's tools, its source's, then the extra one")
+
+	out := child.Execute(context.Background(), spillEnv{t.TempDir()}, "c1", "big", "{}")
+	require.False(t, out.IsError)
+	assert.Less(t, len(out.Content[0].Text), 4096+600, "the spill step carries over")
+	assert.FileExists(t, filepath.Join(dir, "c1.txt"))
+
+	out = child.Execute(context.Background(), spillEnv{}, "c2", "sleep", "{}")
+	assert.Equal(t, &session.ErrorInfo{Name: "ToolTimeoutError", Code: "TOOL_TIMEOUT"}, out.Error, "the time budgets carry over")
+
+	require.Len(t, child.Sections(), 1)
+	assert.Contains(t, child.Sections()[0].Text, "AGENTS.md says", "the prompt sections carry over")
+
+	require.NoError(t, child.Close(context.Background()))
+	require.NoError(t, base.Close(context.Background()))
+	assert.Equal(t, int32(1), src.closed.Load(), "a shared source closes once")
 }

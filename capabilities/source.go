@@ -39,6 +39,9 @@ func (r *Registry) Attach(src ToolSource) {
 
 // attached returns the attached sources.
 func (r *Registry) attached() []ToolSource {
+	if r.src == nil {
+		return nil
+	}
 	r.src.mu.Lock()
 	defer r.src.mu.Unlock()
 	return r.src.list
@@ -51,7 +54,8 @@ func (r *Registry) allTools() []Tool {
 	if len(srcs) == 0 {
 		return r.tools
 	}
-	out := append([]Tool(nil), r.tools...)
+	head, tail := r.tools[:len(r.tools)-r.tail], r.tools[len(r.tools)-r.tail:]
+	out := append([]Tool(nil), head...)
 	for _, s := range srcs {
 		for _, t := range s.Tools() {
 			if _, clash := r.byName[t.Name()]; !clash {
@@ -60,7 +64,7 @@ func (r *Registry) allTools() []Tool {
 		}
 	}
 	sort.SliceStable(out, func(i, j int) bool { return out[i].Name() < out[j].Name() })
-	return out
+	return append(out, tail...) // With's extra tools stay last
 }
 
 // lookup finds a tool by name: the registry's own first, then the
@@ -81,6 +85,9 @@ func (r *Registry) lookup(name string) (Tool, bool) {
 
 // closeSources closes the attached sources that are Closers.
 func (r *Registry) closeSources(ctx context.Context) []error {
+	if r.src == nil {
+		return nil
+	}
 	r.src.mu.Lock()
 	r.src.closed = true
 	list := r.src.list

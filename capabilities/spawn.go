@@ -35,6 +35,11 @@ type ChildOptions struct {
 	Title string
 }
 
+// CodeDelegationLimit is the end code of a child's turn stopped by a
+// session's delegation ceiling (its model-call budget for the turn); the
+// end's message says which, and a child run reports it to the model.
+const CodeDelegationLimit = "DELEGATION_LIMIT"
+
 // Child is a running child agent.
 type Child interface {
 	// ID is the child's session id.

@@ -1,6 +1,7 @@
 package capabilities
 
 import (
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -111,8 +112,23 @@ func (s *Spill) save(env Env, callID, text string) (string, error) {
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return "", fmt.Errorf("create spill directory: %w", err)
 	}
+	if fi, err := os.Lstat(dir); err != nil || !fi.IsDir() {
+		return "", fmt.Errorf("spill directory %s is not a directory (a symbolic link?)", dir)
+	}
+	// A fresh file renamed into place: a symbolic link planted under the
+	// file's name is replaced, never written through.
 	path := filepath.Join(dir, spillName(callID))
-	if err := os.WriteFile(path, []byte(text), 0o600); err != nil {
+	tmp, err := os.CreateTemp(dir, ".spill-*")
+	if err != nil {
+		return "", fmt.Errorf("write spill file: %w", err)
+	}
+	_, werr := tmp.WriteString(text)
+	if err := errors.Join(werr, tmp.Close()); err != nil {
+		_ = os.Remove(tmp.Name())
+		return "", fmt.Errorf("write spill file: %w", err)
+	}
+	if err := os.Rename(tmp.Name(), path); err != nil {
+		_ = os.Remove(tmp.Name())
 		return "", fmt.Errorf("write spill file: %w", err)
 	}
 	return path, nil

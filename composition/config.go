@@ -10,6 +10,7 @@ import (
 	"slices"
 	"time"
 
+	"github.com/dsh-acp/dsh-acp/agent"
 	"github.com/dsh-acp/dsh-acp/approval"
 	"github.com/dsh-acp/dsh-acp/sandbox"
 )
@@ -50,6 +51,49 @@ type UserConfig struct {
 	// Network option's default, further secrets and protected paths
 	// (added to the built-in lists).
 	Containment Containment `json:"containment,omitzero"`
+	// Delegation bounds the child agents of each session.
+	Delegation DelegationConfig `json:"delegation,omitzero"`
+}
+
+// DelegationConfig bounds, per session, the child agents it and all its
+// descendants start (subagents, forks, workflow children, background
+// subagents) (docs/configuration.md). Zero fields keep the defaults; a
+// negative one turns that ceiling off. Compositions that mirror upstream
+// have none.
+type DelegationConfig struct {
+	// MaxLiveChildren caps the child agents running at once (default 32).
+	MaxLiveChildren int `json:"maxLiveChildren,omitempty"`
+	// MaxChildrenPerTurn caps the child agents started in one turn
+	// (default 200).
+	MaxChildrenPerTurn int `json:"maxChildrenPerTurn,omitempty"`
+	// MaxModelCallsPerTurn caps the model calls of the session and all
+	// its child agents in one turn (default 1000).
+	MaxModelCallsPerTurn int `json:"maxModelCallsPerTurn,omitempty"`
+}
+
+// The default delegation ceilings of the compositions that do not mirror
+// upstream.
+const (
+	DefaultMaxLiveChildren      = 32
+	DefaultMaxChildrenPerTurn   = 200
+	DefaultMaxModelCallsPerTurn = 1000
+)
+
+// limits is the agent's setting: the defaults where d is zero, no
+// ceiling where it is negative.
+func (d DelegationConfig) limits() agent.Delegation {
+	pick := func(v, def int) int {
+		switch {
+		case v < 0:
+			return 0
+		case v == 0:
+			return def
+		}
+		return v
+	}
+	return agent.Delegation{MaxLive: pick(d.MaxLiveChildren, DefaultMaxLiveChildren),
+		MaxPerTurn:    pick(d.MaxChildrenPerTurn, DefaultMaxChildrenPerTurn),
+		MaxModelCalls: pick(d.MaxModelCallsPerTurn, DefaultMaxModelCallsPerTurn)}
 }
 
 // EnvConfig says which environment variables commands get
@@ -71,6 +115,9 @@ type NetworkConfig struct {
 	HeaderTimeoutSec float64 `json:"headerTimeoutSec,omitempty"`
 	// IdleTimeoutSec bounds the silence between streamed chunks (default 90).
 	IdleTimeoutSec float64 `json:"idleTimeoutSec,omitempty"`
+	// DataIdleTimeoutSec bounds, once the answer began streaming, the wait
+	// for its next data; keep-alive comments do not count (default 120).
+	DataIdleTimeoutSec float64 `json:"dataIdleTimeoutSec,omitempty"`
 	// MaxRetries is how often a failed call is retried before any output
 	// (default 4; negative: never).
 	MaxRetries int `json:"maxRetries,omitempty"`
@@ -86,6 +133,9 @@ func (n NetworkConfig) HeaderTimeout() time.Duration { return seconds(n.HeaderTi
 
 // IdleTimeout is IdleTimeoutSec as a duration (0: the default).
 func (n NetworkConfig) IdleTimeout() time.Duration { return seconds(n.IdleTimeoutSec) }
+
+// DataIdleTimeout is DataIdleTimeoutSec as a duration (0: the default).
+func (n NetworkConfig) DataIdleTimeout() time.Duration { return seconds(n.DataIdleTimeoutSec) }
 
 // RetryBudget is RetryBudgetSec as a duration (0: the default).
 func (n NetworkConfig) RetryBudget() time.Duration { return seconds(n.RetryBudgetSec) }

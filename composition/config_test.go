@@ -133,6 +133,18 @@ func TestUserConfigEnvReachesTheComposition(t *testing.T) {
 	require.ErrorContains(t, err, "environment pattern")
 }
 
+func TestUserConfigDelegation(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "config.json")
+	require.NoError(t, os.WriteFile(path, []byte(`{"delegation":{"maxLiveChildren":4,"maxChildrenPerTurn":-1,"maxModelCallsPerTurn":50}}`), 0o600))
+	c, err := composition.LoadUserConfig(path)
+	require.NoError(t, err)
+	require.Equal(t, composition.DelegationConfig{MaxLiveChildren: 4, MaxChildrenPerTurn: -1, MaxModelCallsPerTurn: 50}, c.Delegation)
+
+	require.NoError(t, os.WriteFile(path, []byte(`{"delegation":{"maxChildren":3}}`), 0o600))
+	_, err = composition.LoadUserConfig(path)
+	require.ErrorContains(t, err, "maxChildren", "an unknown key is named")
+}
+
 // The containment is the default composition's alone; the user's settings
 // extend its lists and set the Network default; upstream compositions
 // ignore them.

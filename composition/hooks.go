@@ -26,13 +26,14 @@ type memberFactory func(s pipeline.Session) []any
 
 // members wires the composition's pipeline members: the repeat-tool guard
 // (one per session), then the hook bridges. Hook files are read once, here.
-func (c Composition) members(o ServerOptions, approvals *approval.Service) memberFactory {
+// consent is the server's project-hooks consent store (nil: one of its own).
+func (c Composition) members(o ServerOptions, approvals *approval.Service, consent *consentStore) memberFactory {
 	var bridges memberFactory
 	switch {
 	case c.Hooks && c.Upstream:
 		bridges = c.upstreamMembers(o)
 	case c.Hooks:
-		bridges = c.defaultMembers(o, approvals)
+		bridges = c.defaultMembers(o, approvals, consent)
 	}
 	if !c.RepeatGuard && bridges == nil && !c.Instructions {
 		return nil
@@ -46,7 +47,7 @@ func (c Composition) members(o ServerOptions, approvals *approval.Service) membe
 			ms = append(ms, bridges(s)...)
 		}
 		if c.Instructions {
-			ms = append(ms, &instructions.Nested{})
+			ms = append(ms, &instructions.Nested{Confined: confinedFiles})
 		}
 		if !c.Upstream {
 			ms = append(ms, mcpSettle{})

@@ -7,8 +7,8 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"slices"
-	"sync"
+
+	"github.com/rs/zerolog"
 
 	"github.com/dsh-acp/dsh-acp/agent"
 )
@@ -16,10 +16,10 @@ import (
 // grantStore remembers the "always allow in this project" answers, per
 // project directory, in the user's state directory
 // ($XDG_STATE_HOME/dsh-acp/permissions.json). It implements
-// acp.ProjectGrants.
+// acp.ProjectGrants. The file is a trustedFile: a grant that appears in it
+// behind this process's back is never honoured.
 type grantStore struct {
-	path string
-	mu   sync.Mutex
+	file *trustedFile
 }
 
 // grantFile is the stored form: project → granted scopes.
@@ -27,82 +27,88 @@ type grantFile struct {
 	Projects map[string][]string `json:"projects"`
 }
 
-func (g *grantStore) read() grantFile {
-	var f grantFile
-	if data, err := os.ReadFile(g.path); err == nil {
-		_ = json.Unmarshal(data, &f)
+// newGrantStore loads the grants file at path (at server start, before
+// any command ran).
+func newGrantStore(path string, log zerolog.Logger) *grantStore {
+	decode := func(data []byte) (pairs, error) {
+		var f grantFile
+		if err := json.Unmarshal(data, &f); err != nil {
+			return nil, err
+		}
+		return pairs(f.Projects), nil
 	}
-	if f.Projects == nil {
-		f.Projects = map[string][]string{}
+	encode := func(p pairs) any {
+		f := grantFile{Projects: map[string][]string(p)}
+		if f.Projects == nil {
+			f.Projects = map[string][]string{}
+		}
+		return f
 	}
-	return f
+	return &grantStore{file: newTrustedFile(path, decode, encode, log)}
 }
 
 // Granted reports whether scope was always allowed in project.
 func (g *grantStore) Granted(project, scope string) bool {
-	g.mu.Lock()
-	defer g.mu.Unlock()
-	return slices.Contains(g.read().Projects[project], scope)
+	return g.file.has(project, scope)
 }
 
 // Grant remembers scope for project.
 func (g *grantStore) Grant(project, scope string) error {
-	g.mu.Lock()
-	defer g.mu.Unlock()
-	f := g.read()
-	if !slices.Contains(f.Projects[project], scope) {
-		f.Projects[project] = append(f.Projects[project], scope)
-	}
-	return g.write(f)
-}
-
-// Forget drops every grant of project and reports how many there were.
-func (g *grantStore) Forget(project string) (int, error) {
-	g.mu.Lock()
-	defer g.mu.Unlock()
-	f := g.read()
-	n := len(f.Projects[project])
-	if n == 0 {
-		return 0, nil
-	}
-	delete(f.Projects, project)
-	return n, g.write(f)
-}
-
-// write replaces the file atomically (temp file, rename).
-func (g *grantStore) write(f grantFile) error {
-	if err := writeJSONFile(g.path, ".permissions-*.tmp", f); err != nil {
+	err := g.file.update(".permissions-*.tmp", func(p pairs) bool {
+		if p.has(project, scope) {
+			return false
+		}
+		p[project] = append(p[project], scope)
+		return true
+	})
+	if err != nil {
 		return fmt.Errorf("remember permissions: %w", err)
 	}
 	return nil
 }
 
+// Forget drops every grant of project and reports how many there were.
+func (g *grantStore) Forget(project string) (int, error) {
+	n := 0
+	err := g.file.update(".permissions-*.tmp", func(p pairs) bool {
+		n = len(p[project])
+		delete(p, project)
+		return n > 0
+	})
+	if err != nil {
+		return 0, fmt.Errorf("remember permissions: %w", err)
+	}
+	return n, nil
+}
+
 // writeJSONFile replaces path with v as indented JSON, atomically: a temp
-// file (named by pattern) in the same directory, renamed over path; the
-// directory is created (0700) when missing.
-func writeJSONFile(path, pattern string, v any) error {
+// file (named by pattern, 0600) in the same directory, renamed over path;
+// the directory is created (0700) when missing. It returns the bytes
+// written.
+func writeJSONFile(path, pattern string, v any) ([]byte, error) {
 	data, err := json.MarshalIndent(v, "", "  ")
 	if err != nil {
-		return err
+		return nil, err
 	}
+	data = append(data, '\n')
 	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
-		return err
+		return nil, err
 	}
 	tmp, err := os.CreateTemp(filepath.Dir(path), pattern)
 	if err != nil {
-		return err
+		return nil, err
 	}
-	_, werr := tmp.Write(append(data, '\n'))
+	_, werr := tmp.Write(data)
 	cerr := tmp.Close()
 	if err := errors.Join(werr, cerr); err != nil {
 		_ = os.Remove(tmp.Name())
-		return err
+		return nil, err
 	}
 	if err := os.Rename(tmp.Name(), path); err != nil {
 		_ = os.Remove(tmp.Name())
-		return err
+		return nil, err
 	}
-	return nil
+	return data, nil
 }
 
 // stateDir is the user's dsh-acp state directory.

@@ -1,12 +1,15 @@
 package composition
 
 import (
+	"context"
+	"errors"
 	"os"
 	"path/filepath"
 	"sort"
 	"strings"
 
 	"github.com/dsh-acp/dsh-acp/acp"
+	"github.com/dsh-acp/dsh-acp/capabilities"
 )
 
 // initPrompt is /init: the model writes the project's AGENTS.md.
@@ -37,16 +40,19 @@ func promptCommands(getenv func(string) string) func(cwd string) []acp.PromptCom
 		if codex == "" && home != "" {
 			codex = filepath.Join(home, ".codex")
 		}
-		dirs := []string{filepath.Join(cwd, ".claude", "commands")}
+		// The project's commands resolve beneath the project (a link out
+		// of it is skipped); the user's own are read as they are.
+		type place struct{ dir, root string }
+		dirs := []place{{filepath.Join(cwd, ".claude", "commands"), cwd}}
 		if claude != "" {
-			dirs = append(dirs, filepath.Join(claude, "commands"))
+			dirs = append(dirs, place{dir: filepath.Join(claude, "commands")})
 		}
 		if codex != "" {
-			dirs = append(dirs, filepath.Join(codex, "prompts"))
+			dirs = append(dirs, place{dir: filepath.Join(codex, "prompts")})
 		}
 		var user []acp.PromptCommand
-		for _, dir := range dirs {
-			for _, c := range commandFiles(dir) {
+		for _, d := range dirs {
+			for _, c := range commandFiles(d.dir, d.root) {
 				if !seen[c.Name] {
 					seen[c.Name] = true
 					user = append(user, c)
@@ -59,16 +65,14 @@ func promptCommands(getenv func(string) string) func(cwd string) []acp.PromptCom
 	}
 }
 
-// commandFiles reads the *.md commands of dir (missing: none).
-func commandFiles(dir string) []acp.PromptCommand {
+// commandFiles reads the *.md commands of dir (missing: none); with a
+// root, each file must resolve beneath it, the way the read tool resolves
+// it (one that is, or lies behind, a symbolic link out is skipped).
+func commandFiles(dir, root string) []acp.PromptCommand {
 	matches, _ := filepath.Glob(filepath.Join(dir, "*.md"))
 	var out []acp.PromptCommand
 	for _, m := range matches {
-		fi, err := os.Stat(m)
-		if err != nil || !fi.Mode().IsRegular() || fi.Size() > maxCommandFileBytes {
-			continue
-		}
-		data, err := os.ReadFile(m)
+		data, err := readCommandFile(m, root)
 		if err != nil {
 			continue
 		}
@@ -83,6 +87,23 @@ func commandFiles(dir string) []acp.PromptCommand {
 		out = append(out, acp.PromptCommand{Name: name, Description: desc, Hint: hint, Template: strings.TrimSpace(body)})
 	}
 	return out
+}
+
+// readCommandFile reads one regular command file of at most
+// maxCommandFileBytes, beneath root unless root is empty.
+func readCommandFile(path, root string) ([]byte, error) {
+	if root != "" {
+		data, size, err := capabilities.ReadBeneath(context.Background(), confinedFiles, root, path, maxCommandFileBytes)
+		if err == nil && size > maxCommandFileBytes {
+			return nil, errors.New("too large")
+		}
+		return data, err
+	}
+	fi, err := os.Stat(path)
+	if err != nil || !fi.Mode().IsRegular() || fi.Size() > maxCommandFileBytes {
+		return nil, errors.New("not a command file")
+	}
+	return os.ReadFile(path)
 }
 
 // frontMatter splits a command file's YAML front matter (description,

@@ -37,6 +37,9 @@ type ServerOptions struct {
 	MaxSteps int
 	// Limits bounds the editor's input (zero fields: the defaults).
 	Limits LimitsConfig
+	// Delegation bounds each session's child agents (zero fields: the
+	// defaults; upstream compositions have no ceilings).
+	Delegation DelegationConfig
 	// Auth is the API key variable to advertise as an env_var auth
 	// method (nil: none; upstream compositions never advertise one).
 	Auth *acp.EnvAuth
@@ -67,6 +70,7 @@ func (c Composition) NewServer(o ServerOptions) *acp.Server {
 	var (
 		catalog *modelCatalog
 		grants  *grantStore
+		consent *consentStore
 	)
 	commands := c.Commands()
 	if !c.Upstream {
@@ -74,8 +78,11 @@ func (c Composition) NewServer(o ServerOptions) *acp.Server {
 		catalog = newModelCatalog(o.Models, o.ListModels, func(err error) {
 			o.Log.Warn().Err(err).Msg("the Model menu offers only the configured model")
 		})
-		grants = &grantStore{path: filepath.Join(stateDir(getenv), "permissions.json")}
-		commands = append(commands, c.editorCommands(catalog, grants, &consentStore{path: filepath.Join(stateDir(getenv), "hook-consent.json")})...)
+		// Loaded now, before any command runs: what changes in them later
+		// behind this process's back is not honoured (trustedFile).
+		grants = newGrantStore(filepath.Join(stateDir(getenv), "permissions.json"), o.Log)
+		consent = newConsentStore(filepath.Join(stateDir(getenv), "hook-consent.json"), o.Log)
+		commands = append(commands, c.editorCommands(catalog, grants, consent)...)
 	}
 	rt := agent.NewRuntime(agent.Config{
 		Model:    c.Model,
@@ -98,6 +105,7 @@ func (c Composition) NewServer(o ServerOptions) *acp.Server {
 		ToolModeKnob: !c.Upstream && c.Has(FamilyRunCode) && c.ToolMode == "",
 		// A model that keeps delegating stops three levels down.
 		MaxChildDepth: maxChildDepth(c),
+		Delegation:    c.delegation(o.Delegation),
 		MaxSteps:      o.MaxSteps,
 
 		ParallelTools:      c.ParallelTools,
@@ -105,7 +113,7 @@ func (c Composition) NewServer(o ServerOptions) *acp.Server {
 		NoticeDroppedCalls: c.Hygiene,
 		Compaction:         c.compaction(),
 		MaxToolArgBytes:    o.Limits.MaxToolArgBytes,
-		Members:            c.members(o, approvals),
+		Members:            c.members(o, approvals, consent),
 	})
 	var (
 		models      func(context.Context) []acp.ModelChoice
@@ -128,6 +136,7 @@ func (c Composition) NewServer(o ServerOptions) *acp.Server {
 		ContextWindow:       c.ContextWindow,
 		OfferAllowAlways:    !c.Upstream,
 		DetailedPermissions: !c.Upstream,
+		ChildApprovals:      !c.Upstream,
 		EditorCards:         !c.Upstream,
 		PromptContext:       !c.Upstream,
 		Images:              !c.Upstream && acceptsImages(o.Models, c.Model),
@@ -151,6 +160,15 @@ func (c Composition) NewServer(o ServerOptions) *acp.Server {
 		approvals.AddAnswerer(srv)
 	}
 	return srv
+}
+
+// delegation is the composition's delegation ceilings: none upstream
+// (its contract has none), d with the defaults otherwise.
+func (c Composition) delegation(d DelegationConfig) agent.Delegation {
+	if c.Upstream {
+		return agent.Delegation{}
+	}
+	return d.limits()
 }
 
 // networkDefault is the default of the Network option ("": no option).

@@ -2,6 +2,7 @@ package composition
 
 import (
 	"context"
+	"errors"
 	"os"
 	"path/filepath"
 	"strings"
@@ -12,6 +13,7 @@ import (
 	"github.com/dsh-acp/dsh-acp/capabilities"
 	"github.com/dsh-acp/dsh-acp/capabilities/fs"
 	"github.com/dsh-acp/dsh-acp/capabilities/instructions"
+	"github.com/dsh-acp/dsh-acp/capabilities/localfs"
 	"github.com/dsh-acp/dsh-acp/capabilities/plan"
 	"github.com/dsh-acp/dsh-acp/capabilities/search"
 	"github.com/dsh-acp/dsh-acp/capabilities/skills"
@@ -139,7 +141,7 @@ func (c Composition) toolbox(env capabilities.Env, deps Deps) []capabilities.Too
 		tools = append(tools, web.New(o)...)
 	}
 	if c.Has(FamilySkills) && env != nil {
-		cat := skills.Load(skills.Dirs(env.Cwd(), deps.getenv())...)
+		cat := skills.Options{Root: env.Cwd(), Confined: confinedFiles}.Load(skills.Dirs(env.Cwd(), deps.getenv())...)
 		if len(cat.Skills) > 0 {
 			tools = append(tools, &skills.Tool{Catalogue: cat})
 		}
@@ -157,10 +159,22 @@ func (c Composition) finish(r *capabilities.Registry, env capabilities.Env, deps
 		r.WithTimeouts(c.ToolTimeouts.policy())
 	}
 	if c.Instructions && env != nil {
-		files := instructions.Load(env.Cwd(), instructions.Options{UserFiles: instructions.UserCandidates(deps.getenv())})
+		files := instructions.Load(env.Cwd(), instructions.Options{UserFiles: instructions.UserCandidates(deps.getenv()), Confined: confinedFiles})
 		r.WithSections(instructions.Section(files))
 	}
 	return r
+}
+
+// confinedFiles is the file tools' access confined beneath a root, for the
+// files the agent reads on a repository's behalf (instructions, skills,
+// prompt commands): a symbolic link out of the workspace is refused there
+// exactly as the read tool refuses it.
+func confinedFiles(root string) (capabilities.Files, error) {
+	l, err := localfs.New(root)
+	if err != nil {
+		return nil, err
+	}
+	return l, nil
 }
 
 // spillReads lets the file tools read the session's spill files (outside
@@ -171,12 +185,32 @@ type spillReads struct {
 	dir  string
 }
 
-// Check implements fs.Gate.
+// Check implements fs.Gate. A read goes ahead without asking only when the
+// path, symbolic links resolved, is a spill file: one a link planted in
+// the spill directory leads out of is judged like any path outside.
 func (g spillReads) Check(ctx context.Context, a fs.Access) (bool, error) {
-	if a.Op == fs.OpRead && g.dir != "" && strings.HasPrefix(filepath.Clean(a.Path), g.dir+string(filepath.Separator)) {
+	if a.Op == fs.OpRead && g.dir != "" && strings.HasPrefix(filepath.Clean(a.Path), g.dir+string(filepath.Separator)) &&
+		resolvesInto(a.Path, g.dir) {
 		return false, nil
 	}
 	return g.gate.Check(ctx, a)
+}
+
+// resolvesInto reports whether path, symbolic links resolved, lies beneath
+// dir (resolved too); a missing path counts when its directory does.
+func resolvesInto(path, dir string) bool {
+	realDir, err := filepath.EvalSymlinks(dir)
+	if err != nil {
+		return false
+	}
+	real, err := filepath.EvalSymlinks(path)
+	if errors.Is(err, os.ErrNotExist) {
+		if parent, perr := filepath.EvalSymlinks(filepath.Dir(path)); perr == nil && (parent == realDir || strings.HasPrefix(parent, realDir+string(filepath.Separator))) {
+			return true
+		}
+		return false
+	}
+	return err == nil && strings.HasPrefix(real, realDir+string(filepath.Separator))
 }
 
 // compaction is the agent's compaction setting (nil: off).
@@ -192,11 +226,12 @@ func (c Composition) compaction() *agent.Compaction {
 // is mounted); names already taken by a command are skipped.
 func skillCommands(cwd string, getenv func(string) string, taken map[string]bool) []acp.PromptCommand {
 	var out []acp.PromptCommand
-	for _, sk := range skills.Load(skills.Dirs(cwd, getenv)...).Skills {
+	cat := skills.Options{Root: cwd, Confined: confinedFiles}.Load(skills.Dirs(cwd, getenv)...)
+	for _, sk := range cat.Skills {
 		if taken[sk.Name] {
 			continue
 		}
-		body, err := skills.Body(sk)
+		body, err := cat.Body(sk)
 		if err != nil {
 			continue
 		}

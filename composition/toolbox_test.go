@@ -109,6 +109,27 @@ func TestDefaultSpillsLargeResultsUnderTheSessionAndReadsThemBack(t *testing.T) 
 	require.NoError(t, os.WriteFile(other, []byte("x"), 0o644))
 	out = r.Execute(context.Background(), env, "call_3", "read", `{"file_path":"`+other+`"}`)
 	require.True(t, out.IsError, out.Content[0].Text)
+
+	// A link planted in the spill directory (by whatever could write there)
+	// is not a spill file: it leads outside, so it goes to the gate too,
+	// and its target never reaches the model.
+	secret := filepath.Join(t.TempDir(), "id_rsa")
+	require.NoError(t, os.WriteFile(secret, []byte("PRIVATE-KEY"), 0o600))
+	require.NoError(t, os.Symlink(secret, filepath.Join(spill, "sess-2", "call_9.txt")))
+	out = r.Execute(context.Background(), env, "call_4", "read", `{"file_path":"`+filepath.Join(spill, "sess-2", "call_9.txt")+`"}`)
+	require.True(t, out.IsError, out.Content[0].Text)
+	require.NotContains(t, out.Content[0].Text, "PRIVATE-KEY")
+	// Saving a result under that name replaces the link, never writes
+	// through it.
+	out = r.Execute(context.Background(), env, "call_9", "bash", `{"command":"cat big.txt","description":"show"}`)
+	require.False(t, out.IsError, out.Content[0].Text)
+	key, err := os.ReadFile(secret)
+	require.NoError(t, err)
+	require.Equal(t, "PRIVATE-KEY", string(key))
+	fi, err := os.Lstat(filepath.Join(spill, "sess-2", "call_9.txt"))
+	require.NoError(t, err)
+	require.True(t, fi.Mode().IsRegular())
+	require.Equal(t, os.FileMode(0o600), fi.Mode().Perm())
 }
 
 func TestCompactionOnlyInTheDefaultComposition(t *testing.T) {

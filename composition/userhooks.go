@@ -94,13 +94,16 @@ func loadHookFiles(log zerolog.Logger, files []hookFile) loadedHooks {
 // user hooks run without asking; a project's run once the user agreed
 // (remembered per project with a hash of its hook set). Hooks run confined
 // by the session's sandbox mode, in the session's directory.
-func (c Composition) defaultMembers(o ServerOptions, approvals *approval.Service) memberFactory {
+func (c Composition) defaultMembers(o ServerOptions, approvals *approval.Service, consent *consentStore) memberFactory {
 	getenv := o.Getenv
 	if getenv == nil {
 		getenv = os.Getenv
 	}
 	user := loadHookFiles(o.Log, userHookFiles(getenv))
-	store := &consentStore{path: filepath.Join(filepath.Dir(DefaultSessionsRoot(getenv)), "hook-consent.json")}
+	store := consent
+	if store == nil {
+		store = newConsentStore(filepath.Join(stateDir(getenv), "hook-consent.json"), o.Log)
+	}
 	runner := &hooks.Runner{Env: c.envPolicy()}
 	if c.Sandbox != "" {
 		confiner := hooks.Confiner(unconfinable{})
@@ -151,11 +154,21 @@ func (c Composition) defaultMembers(o ServerOptions, approvals *approval.Service
 			if consent != nil {
 				b.Consent = consent
 			}
-			ms = append(ms, b)
+			ms = append(ms, inheritedBridge{b})
 		}
 		return ms
 	}
 }
+
+// inheritedBridge is a session's hook bridge, which its child agents
+// take over (agent.Inheritable): a child runs the hooks its parent had
+// when it was spawned, under the parent's project consent (a project's
+// hooks the user allowed keep running, and guarding, in the child),
+// whatever the project's files say by then.
+type inheritedBridge struct{ *hooks.Bridge }
+
+// Inherit implements agent.Inheritable.
+func (b inheritedBridge) Inherit(pipeline.Session) any { return b }
 
 // hookNotice tells the user, at the session's first prompt, which hook
 // configuration was rejected (a visible message in the editor).
@@ -247,52 +260,72 @@ func (p *projectConsent) Allow(ctx context.Context, s pipeline.Session) bool {
 }
 
 // consentStore remembers, per project directory, the hash of the hook set
-// the user always allows (in the user's state directory).
+// the user always allows (in the user's state directory). The file is a
+// trustedFile: a consent that appears in it behind this process's back is
+// never honoured.
 type consentStore struct {
-	path string
-	mu   sync.Mutex
+	file *trustedFile
 }
 
 type consentFile struct {
 	Projects map[string]string `json:"projects"`
 }
 
-func (c *consentStore) read() consentFile {
-	var f consentFile
-	if data, err := os.ReadFile(c.path); err == nil {
-		_ = json.Unmarshal(data, &f)
+// newConsentStore loads the consent file at path (at server start).
+func newConsentStore(path string, log zerolog.Logger) *consentStore {
+	decode := func(data []byte) (pairs, error) {
+		var f consentFile
+		if err := json.Unmarshal(data, &f); err != nil {
+			return nil, err
+		}
+		p := pairs{}
+		for k, v := range f.Projects {
+			if v != "" {
+				p[k] = []string{v}
+			}
+		}
+		return p, nil
 	}
-	if f.Projects == nil {
-		f.Projects = map[string]string{}
+	encode := func(p pairs) any {
+		f := consentFile{Projects: map[string]string{}}
+		for k, vs := range p {
+			if len(vs) > 0 {
+				f.Projects[k] = vs[len(vs)-1]
+			}
+		}
+		return f
 	}
-	return f
+	return &consentStore{file: newTrustedFile(path, decode, encode, log)}
 }
 
 func (c *consentStore) trusted(project, hash string) bool {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.read().Projects[project] == hash
+	return c.file.has(project, hash)
 }
 
 // forget drops project's consent and reports whether there was one.
 func (c *consentStore) forget(project string) (bool, error) {
-	c.mu.Lock()
-	f := c.read()
-	had := f.Projects[project] != ""
-	c.mu.Unlock()
-	if !had {
-		return false, nil
+	had := false
+	err := c.file.update(".hook-consent-*.tmp", func(p pairs) bool {
+		had = len(p[project]) > 0
+		delete(p, project)
+		return had
+	})
+	if err != nil {
+		return false, fmt.Errorf("remember hook consent: %w", err)
 	}
-	return true, c.remember(project, "")
+	return had, nil
 }
 
 // remember records hash for project (atomically: temp file, rename).
 func (c *consentStore) remember(project, hash string) error {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	f := c.read()
-	f.Projects[project] = hash
-	if err := writeJSONFile(c.path, ".hook-consent-*.tmp", f); err != nil {
+	err := c.file.update(".hook-consent-*.tmp", func(p pairs) bool {
+		if p.has(project, hash) && len(p[project]) == 1 {
+			return false
+		}
+		p[project] = []string{hash}
+		return true
+	})
+	if err != nil {
 		return fmt.Errorf("remember hook consent: %w", err)
 	}
 	return nil

@@ -91,7 +91,7 @@ func (e hookEnv) factory(t *testing.T, ans *fakeAnswerer, stderr *bytes.Buffer) 
 	if stderr != nil {
 		log = zerolog.New(stderr)
 	}
-	f := c.members(ServerOptions{Getenv: e.getenv, Log: log}, svc)
+	f := c.members(ServerOptions{Getenv: e.getenv, Log: log}, svc, nil)
 	require.NotNil(t, f)
 	return f
 }

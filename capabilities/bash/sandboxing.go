@@ -94,7 +94,7 @@ func (sb *Sandboxing) effectiveMode(ctx context.Context, call *capabilities.Call
 		return "", fmt.Errorf("sandbox escalation to %q requires approval, but the call has no agent to route it through", want)
 	}
 	out, err := sb.Approver.Request(ctx, call.Session.Log(), approval.Request{ToolName: "bash", CallID: call.CallID,
-		Reason: "escalate sandbox to " + want + ": " + why, Scope: approval.ScopeSandbox, Subject: want, Detail: why})
+		Reason: "escalate sandbox to " + want + ": " + why, Scope: approval.ScopeSandbox, Subject: want, Detail: why, Action: a.Command})
 	if err != nil {
 		return "", err
 	}

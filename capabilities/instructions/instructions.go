@@ -6,9 +6,11 @@
 package instructions
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"strings"
@@ -45,6 +47,12 @@ type Options struct {
 	UserFiles []string
 	// MaxFileBytes caps one file (zero: DefaultMaxFileBytes).
 	MaxFileBytes int
+	// Confined resolves the project's files beneath the repository root
+	// (the file tools' access in a composition; nil: os.Root). A file
+	// that is, or lies behind, a symbolic link leading out of it is
+	// skipped: the repository cannot hand the model a file from
+	// elsewhere. The user's own files (UserFiles) are read as they are.
+	Confined capabilities.Confined
 }
 
 // UserCandidates returns the user-level instructions files in preference
@@ -84,7 +92,8 @@ func joinIf(dir string, elem ...string) string {
 // Load returns the instructions for a session rooted at cwd: the user's
 // file first, then the project's from the repository root (the nearest
 // ancestor holding .git; cwd alone when there is none) down to cwd.
-// Unreadable files are skipped.
+// Unreadable files, and project files that resolve outside the repository
+// root, are skipped.
 func Load(cwd string, o Options) []File {
 	var files []File
 	for _, p := range o.UserFiles {
@@ -93,12 +102,38 @@ func Load(cwd string, o Options) []File {
 			break
 		}
 	}
-	for _, dir := range chain(cwd) {
-		if f, ok := readDir(dir, o.max()); ok {
+	dirs := chain(cwd)
+	project := reader{confined: o.Confined, root: dirs[0]}
+	for _, dir := range dirs {
+		if f, ok := project.readDir(dir, o.max()); ok {
 			files = append(files, f)
 		}
 	}
 	return files
+}
+
+// reader reads a project's instructions files beneath root.
+type reader struct {
+	confined capabilities.Confined
+	root     string
+}
+
+// readDir reads dir's instructions file, if any: the first name that
+// exists beneath the root. A name that leads out is skipped, not replaced
+// by the next (CLAUDE.md does not stand in for an AGENTS.md link).
+func (r reader) readDir(dir string, limit int) (File, bool) {
+	for _, n := range names {
+		p := filepath.Join(dir, n)
+		b, size, err := capabilities.ReadBeneath(context.Background(), r.confined, r.root, p, int64(limit))
+		switch {
+		case err == nil:
+			return file(p, b, size, limit), true
+		case errors.Is(err, fs.ErrNotExist), errors.Is(err, capabilities.ErrNotRegular):
+			continue
+		}
+		return File{}, false
+	}
+	return File{}, false
 }
 
 func (o Options) max() int {
@@ -129,17 +164,8 @@ func chain(cwd string) []string {
 	return dirs
 }
 
-// readDir reads dir's instructions file, if any.
-func readDir(dir string, limit int) (File, bool) {
-	for _, n := range names {
-		if f, ok := read(filepath.Join(dir, n), limit); ok {
-			return f, true
-		}
-	}
-	return File{}, false
-}
-
-// read reads at most limit bytes of a regular file at p.
+// read reads at most limit bytes of a regular file at p, as it is (the
+// user's own files).
 func read(p string, limit int) (File, bool) {
 	fh, err := os.Open(p)
 	if err != nil {
@@ -154,14 +180,19 @@ func read(p string, limit int) (File, bool) {
 	if err != nil && !errors.Is(err, io.EOF) {
 		return File{}, false
 	}
+	return file(p, b, st.Size(), limit), true
+}
+
+// file is the instructions file p of size bytes whose first bytes are b.
+func file(p string, b []byte, size int64, limit int) File {
 	text := strings.ToValidUTF8(string(b), "")
-	if st.Size() > int64(limit) {
+	if size > int64(limit) {
 		if i := strings.LastIndexByte(text, '\n'); i > 0 {
 			text = text[:i]
 		}
-		text += fmt.Sprintf("\n\n[%s is %d bytes; only its first %d are included here — read the file for the rest]", filepath.Base(p), st.Size(), limit)
+		text += fmt.Sprintf("\n\n[%s is %d bytes; only its first %d are included here — read the file for the rest]", filepath.Base(p), size, limit)
 	}
-	return File{Path: p, Text: strings.TrimSpace(text)}, true
+	return File{Path: p, Text: strings.TrimSpace(text)}
 }
 
 // Section renders files as the prompt section (empty text when there are

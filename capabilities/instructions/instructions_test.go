@@ -124,3 +124,39 @@ func TestNestedAddsASubdirectorysFileOnceAsContext(t *testing.T) {
 	require.Nil(t, review("read", `{"file_path":"web/ui/app.ts"}`, false), "added once")
 	require.Nil(t, review("read", `{"file_path":"web/AGENTS.md"}`, false))
 }
+
+// A repository's instructions file that is a symbolic link out of the
+// repository (or lies behind one) never reaches the prompt; a link that
+// stays inside does, and so does the user's own file wherever it points.
+func TestProjectFilesResolveBeneathTheRepository(t *testing.T) {
+	base := t.TempDir()
+	repo := filepath.Join(base, "repo")
+	cwd := filepath.Join(repo, "app")
+	require.NoError(t, os.MkdirAll(filepath.Join(repo, ".git"), 0o755))
+	write(t, filepath.Join(base, "secret", "a.md"), "SECRET-A")
+	write(t, filepath.Join(base, "secret", "sub", "AGENTS.md"), "SECRET-B")
+	write(t, filepath.Join(base, "secret", "user.md"), "user rules")
+	write(t, filepath.Join(repo, "docs", "agents.md"), "shared rules")
+	require.NoError(t, os.MkdirAll(cwd, 0o755))
+	require.NoError(t, os.Symlink(filepath.Join(base, "secret", "a.md"), filepath.Join(repo, "AGENTS.md")))
+	require.NoError(t, os.Symlink("../docs/agents.md", filepath.Join(cwd, "AGENTS.md")))
+	require.NoError(t, os.Symlink(filepath.Join(base, "secret", "sub"), filepath.Join(cwd, "lnk")))
+	user := filepath.Join(base, "home", ".claude", "CLAUDE.md")
+	require.NoError(t, os.MkdirAll(filepath.Dir(user), 0o755))
+	require.NoError(t, os.Symlink(filepath.Join(base, "secret", "user.md"), user))
+
+	files := Load(cwd, Options{UserFiles: []string{user}})
+	var got []string
+	for _, f := range files {
+		got = append(got, f.Path+"="+f.Text)
+	}
+	require.Equal(t, []string{user + "=user rules", filepath.Join(cwd, "AGENTS.md") + "=shared rules"}, got)
+
+	// Nested: a read through the link the user allowed does not bring the
+	// AGENTS.md beside its target along.
+	write(t, filepath.Join(base, "secret", "sub", "x.go"), "package x")
+	s := sess{cwd, session.NewLog(session.Header{ID: "s", Cwd: cwd}, func() int64 { return 0 }, nil)}
+	d, err := (&Nested{}).ReviewResult(context.Background(), s, pipeline.Call{Name: "read", Args: []byte(`{"file_path":"lnk/x.go"}`)}, pipeline.Result{})
+	require.NoError(t, err)
+	require.Nil(t, d.Context)
+}

@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	"github.com/dsh-acp/dsh-acp/agent/pipeline"
+	"github.com/dsh-acp/dsh-acp/capabilities"
 	"github.com/dsh-acp/dsh-acp/session"
 )
 
@@ -21,6 +22,10 @@ const Plugin = "project-instructions"
 type Nested struct {
 	// MaxFileBytes caps one file (zero: DefaultMaxFileBytes).
 	MaxFileBytes int
+	// Confined resolves the files beneath the session root (nil: os.Root):
+	// one that leads out of it is skipped, even when the file read is
+	// reached through a link the user allowed.
+	Confined capabilities.Confined
 }
 
 var _ pipeline.ResultReviewer = (*Nested)(nil)
@@ -57,8 +62,9 @@ func (n *Nested) ReviewResult(_ context.Context, s pipeline.Session, c pipeline.
 		dirs = append([]string{d}, dirs...)
 	}
 	limit := Options{MaxFileBytes: n.MaxFileBytes}.max()
+	project := reader{confined: n.Confined, root: root}
 	for _, d := range dirs {
-		f, ok := readDir(d, limit)
+		f, ok := project.readDir(d, limit)
 		if !ok || seen[f.Path] {
 			continue
 		}

@@ -195,3 +195,37 @@ func TestWorkspaceScopesSkipNestedRoots(t *testing.T) {
 	got = workspace(cwd, cwd, []string{base})
 	require.Equal(t, []scope{{dir: base, arg: base}}, got)
 }
+
+// A path through a link and back out ("lnk/..", lnk a link the repository
+// ships to a directory outside) names, for the kernel, the parent of the
+// link's target: it is judged as that directory (refused, or asked with
+// that path) and never searched as the cwd the cleaned path looks like.
+func TestSearchThroughLinkDotDotIsJudgedAsTheKernelResolvesIt(t *testing.T) {
+	needRG(t)
+	w := newWorkspace(t)
+	require.NoError(t, os.Symlink(filepath.Join(w.outside, "src"), filepath.Join(w.cwd, "lnk")))
+	e := newRootsEnv(w.cwd)
+	refusing := Options{Gate: &fs.ModeGate{Mode: func(*capabilities.Call) string { return "workspace-write" }}}
+	for _, p := range []string{"lnk/..", w.cwd + "/lnk/..", "lnk/../src", "./lnk/../."} {
+		for tool, pattern := range map[string]string{"grep": "TODO", "glob": "*"} {
+			got := e.call(t, refusing, tool, `{"pattern":"`+pattern+`","path":"`+p+`"}`)
+			require.NotContains(t, got, "key.go", tool+" "+p)
+			require.NotContains(t, got, "in.go", tool+" "+p)
+			require.Contains(t, got, `Error: refusing to access "`+w.outside, tool+" "+p)
+		}
+	}
+	// Asked, the user sees the directory that would be read.
+	u := &user{out: approval.Rejected}
+	svc := approval.NewService(approval.PolicyAsk, func() string { return "ap" }, u)
+	e.log.Append(session.TypeTurnStart, session.TurnStart{Turn: 1, Trigger: session.Trigger{Kind: "message", Source: session.UserSource}})
+	asking := Options{Gate: &fs.ModeGate{Mode: func(*capabilities.Call) string { return "workspace-write" }, Approver: svc}}
+	got := e.call(t, asking, "grep", `{"pattern":"TODO","path":"lnk/.."}`)
+	require.NotContains(t, got, "TODO secret")
+	require.Len(t, u.seen, 1)
+	require.Equal(t, `read "`+w.outside+`": it is outside the session root `+w.cwd, u.seen[0].Reason)
+
+	// A link that stays inside still works through "..".
+	require.NoError(t, os.Symlink(filepath.Join(w.cwd, "sub"), filepath.Join(w.cwd, "in")))
+	got = e.call(t, refusing, "grep", `{"pattern":"TODO","path":"in/../sub"}`)
+	require.Contains(t, got, "inner.go:1: // TODO inner")
+}

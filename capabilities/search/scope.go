@@ -53,11 +53,17 @@ func (o Options) scopes(ctx context.Context, call *capabilities.Call, p string) 
 	if p == "" || p == "." {
 		return workspace(cwd, base, roots), nil
 	}
-	display := p
-	if !filepath.IsAbs(display) {
-		display = filepath.Join(base, display)
+	raw := p // as the kernel will see it: ".." after a symbolic link is the link target's parent
+	if !filepath.IsAbs(raw) {
+		raw = base + string(filepath.Separator) + raw
 	}
-	display = filepath.Clean(display)
+	display := filepath.Clean(raw)
+	if real := kernelPath(raw); real != kernelPath(display) {
+		// Cleaning changed what the path names ("lnk/.." is the parent of
+		// lnk's target, not the directory holding lnk): judge and search
+		// what the kernel resolves, never the lexical stand-in.
+		display, p = real, real
+	}
 	extra := "" // the deepest extra root display lies in lexically
 	for _, r := range roots {
 		if beneath(display, r) && len(r) > len(extra) {
@@ -116,19 +122,9 @@ func workspace(cwd, base string, roots []string) []scope {
 // not exist, its deepest existing ancestor is resolved (rg then reports the
 // path missing).
 func resolvesBeneath(display string, roots []string) bool {
-	real, rest := display, ""
-	for {
-		r, err := filepath.EvalSymlinks(real)
-		if err == nil {
-			real = filepath.Join(r, rest)
-			break
-		}
-		parent := filepath.Dir(real)
-		if parent == real {
-			return false
-		}
-		rest = filepath.Join(filepath.Base(real), rest)
-		real = parent
+	real := kernelPath(display)
+	if real == "" {
+		return false
 	}
 	for _, root := range roots {
 		if r, err := filepath.EvalSymlinks(root); err == nil && beneath(real, r) {
@@ -142,4 +138,27 @@ func resolvesBeneath(display string, roots []string) bool {
 // it.
 func beneath(p, root string) bool {
 	return p == root || strings.HasPrefix(p, strings.TrimSuffix(root, "/")+"/")
+}
+
+// kernelPath resolves the absolute path p the way the kernel does: every
+// symbolic link followed where it is met, so a ".." after a link leads to
+// the parent of the link's target (filepath.EvalSymlinks walks so, and is
+// handed p uncleaned). Of a path that does not fully exist, the longest
+// existing prefix is resolved and the rest appended lexically. It returns
+// "" when not even the root resolves.
+func kernelPath(p string) string {
+	sep := string(filepath.Separator)
+	comps := strings.Split(p, sep)
+	for k := len(comps); k > 0; k-- {
+		prefix := strings.Join(comps[:k], sep)
+		if prefix == "" {
+			prefix = sep
+		}
+		r, err := filepath.EvalSymlinks(prefix)
+		if err != nil {
+			continue
+		}
+		return filepath.Join(append([]string{r}, comps[k:]...)...)
+	}
+	return ""
 }

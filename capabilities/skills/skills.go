@@ -7,6 +7,7 @@ package skills
 
 import (
 	"bytes"
+	"context"
 	"errors"
 	"fmt"
 	"io"
@@ -16,6 +17,8 @@ import (
 	"strings"
 
 	"go.yaml.in/yaml/v3"
+
+	"github.com/dsh-acp/dsh-acp/capabilities"
 )
 
 // FileName is a skill's file inside its folder.
@@ -35,6 +38,11 @@ type Skill struct {
 	Dir string
 	// Path is the SKILL.md file.
 	Path string
+	// Root is the project root a project's skill must resolve beneath
+	// (its SKILL.md is read through the file tools' confined access, so a
+	// symbolic link out of the project is never followed); empty for the
+	// user's own skills, read as they are.
+	Root string
 }
 
 // Catalogue is the skills a session offers, sorted by name.
@@ -45,6 +53,19 @@ type Catalogue struct {
 	// Skipped names the skipped skill folders (without their directory),
 	// and why, for the model.
 	Skipped []string
+
+	confined capabilities.Confined // reads a project's skills
+}
+
+// Options locate the project's skills.
+type Options struct {
+	// Root is the project root: skill directories beneath it are the
+	// project's, and their SKILL.md files must resolve beneath it (one
+	// that is, or lies behind, a symbolic link out is skipped). Empty: every
+	// directory is read as it is.
+	Root string
+	// Confined is the file tools' confined access (nil: os.Root).
+	Confined capabilities.Confined
 }
 
 // Lookup returns the skill named name.
@@ -71,14 +92,25 @@ func Dirs(cwd string, getenv func(string) string) []string {
 	return dirs
 }
 
+// Load reads the skills of dirs as they are (no project root; see
+// Options.Load).
+func Load(dirs ...string) *Catalogue { return Options{}.Load(dirs...) }
+
 // Load reads the skills of dirs: each direct subfolder holding a SKILL.md.
 // A name found twice keeps the first directory's skill. Missing
-// directories are fine; malformed files are skipped and named in
-// Problems.
-func Load(dirs ...string) *Catalogue {
-	c := &Catalogue{}
+// directories are fine; malformed files, and a project's that resolve
+// outside its root, are skipped and named in Problems.
+func (o Options) Load(dirs ...string) *Catalogue {
+	c := &Catalogue{confined: o.Confined}
 	seen := map[string]bool{}
 	for _, dir := range dirs {
+		root := ""
+		if o.Root != "" && beneath(filepath.Clean(dir), filepath.Clean(o.Root)) {
+			root = filepath.Clean(o.Root)
+			if !resolvesBeneath(dir, root) {
+				continue // a link out: not even the folder names are listed
+			}
+		}
 		entries, err := os.ReadDir(dir)
 		if err != nil {
 			if !errors.Is(err, os.ErrNotExist) {
@@ -95,7 +127,7 @@ func Load(dirs ...string) *Catalogue {
 			if _, err := os.Stat(path); err != nil {
 				continue
 			}
-			s, _, err := parseFile(path)
+			s, _, err := c.parseFile(root, path)
 			if err != nil {
 				c.Problems = append(c.Problems, fmt.Sprintf("%s: %v (skipped)", path, err))
 				c.Skipped = append(c.Skipped, fmt.Sprintf("%s (%v)", e.Name(), err))
@@ -113,22 +145,35 @@ func Load(dirs ...string) *Catalogue {
 }
 
 // Body returns the instructions of a skill: its SKILL.md after the front
-// matter.
-func Body(s Skill) (string, error) {
-	_, body, err := parseFile(s.Path)
+// matter, read again (a project's beneath its root, through os.Root).
+func Body(s Skill) (string, error) { return (&Catalogue{}).Body(s) }
+
+// Body returns the instructions of a skill of the catalogue: its SKILL.md
+// after the front matter, read again the way the catalogue read it.
+func (c *Catalogue) Body(s Skill) (string, error) {
+	_, body, err := c.parseFile(s.Root, s.Path)
 	return body, err
 }
 
-// parseFile reads and parses one SKILL.md.
-func parseFile(path string) (Skill, string, error) {
-	f, err := os.Open(path)
-	if err != nil {
-		return Skill{}, "", err
-	}
-	defer func() { _ = f.Close() }()
-	data, err := io.ReadAll(io.LimitReader(f, MaxSkillBytes+1))
-	if err != nil {
-		return Skill{}, "", err
+// parseFile reads and parses one SKILL.md, beneath root unless root is
+// empty.
+func (c *Catalogue) parseFile(root, path string) (Skill, string, error) {
+	var data []byte
+	if root != "" {
+		b, _, err := capabilities.ReadBeneath(context.Background(), c.confined, root, path, MaxSkillBytes+1)
+		if err != nil {
+			return Skill{}, "", err
+		}
+		data = b
+	} else {
+		f, err := os.Open(path)
+		if err != nil {
+			return Skill{}, "", err
+		}
+		defer func() { _ = f.Close() }()
+		if data, err = io.ReadAll(io.LimitReader(f, MaxSkillBytes+1)); err != nil {
+			return Skill{}, "", err
+		}
 	}
 	if len(data) > MaxSkillBytes {
 		return Skill{}, "", fmt.Errorf("larger than %d KiB", MaxSkillBytes>>10)
@@ -137,8 +182,24 @@ func parseFile(path string) (Skill, string, error) {
 	if err != nil {
 		return Skill{}, "", err
 	}
-	s.Path, s.Dir = path, filepath.Dir(path)
+	s.Path, s.Dir, s.Root = path, filepath.Dir(path), root
 	return s, body, nil
+}
+
+// resolvesBeneath reports whether dir, symbolic links resolved, lies
+// beneath root (resolved too); a missing dir does not.
+func resolvesBeneath(dir, root string) bool {
+	d, err := filepath.EvalSymlinks(dir)
+	if err != nil {
+		return false
+	}
+	r, err := filepath.EvalSymlinks(root)
+	return err == nil && beneath(d, r)
+}
+
+// beneath reports whether the clean path p is root or lies below it.
+func beneath(p, root string) bool {
+	return p == root || strings.HasPrefix(p, strings.TrimSuffix(root, string(filepath.Separator))+string(filepath.Separator))
 }
 
 // parse splits front matter from body and checks name and description.

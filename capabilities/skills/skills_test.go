@@ -95,3 +95,47 @@ func TestAskingForAMalformedSkillNamesWhyItWasSkipped(t *testing.T) {
 	require.True(t, out.IsError)
 	require.Equal(t, `Error: no skill named "deploy"; available: good; skipped as malformed: deploy (front matter has no description)`, out.Content[0].Text)
 }
+
+// A project's SKILL.md that is a link out of the project, or lies in a
+// skills folder that is one, is not catalogued (not even by folder name);
+// a link inside works, and the user's own skills are read where they point.
+func TestProjectSkillsResolveBeneathTheProject(t *testing.T) {
+	base := t.TempDir()
+	project, outside, user := filepath.Join(base, "p"), filepath.Join(base, "out"), filepath.Join(base, "home", "skills")
+	skill := func(dir, name, desc string) {
+		require.NoError(t, os.MkdirAll(dir, 0o755))
+		require.NoError(t, os.WriteFile(filepath.Join(dir, FileName), []byte("---\nname: "+name+"\ndescription: "+desc+"\n---\nbody of "+name+"\n"), 0o644))
+	}
+	skill(filepath.Join(outside, "secret"), "secret", "SECRET")
+	skill(filepath.Join(outside, "dir", "hidden-folder"), "hidden", "HIDDEN")
+	skill(filepath.Join(project, "docs", "inside"), "inside", "inside skill")
+	skill(filepath.Join(outside, "mine"), "mine", "the user's")
+	dir := filepath.Join(project, ".claude", "skills")
+	for target, link := range map[string]string{
+		filepath.Join(outside, "secret", FileName): filepath.Join(dir, "secret", FileName),
+		"../../../docs/inside/SKILL.md":            filepath.Join(dir, "inside", FileName),
+		filepath.Join(outside, "mine"):             filepath.Join(user, "mine"),
+	} {
+		require.NoError(t, os.MkdirAll(filepath.Dir(link), 0o755))
+		require.NoError(t, os.Symlink(target, link))
+	}
+	c := Options{Root: project}.Load(dir, user)
+	var names []string
+	for _, s := range c.Skills {
+		names = append(names, s.Name)
+		body, err := c.Body(s)
+		require.NoError(t, err)
+		require.Equal(t, "body of "+s.Name, body)
+	}
+	require.Equal(t, []string{"inside", "mine"}, names)
+	require.NotContains(t, strings.Join(c.Skipped, " "), "SECRET")
+
+	// The whole skills folder a link out: nothing listed from it.
+	other := filepath.Join(base, "q")
+	require.NoError(t, os.MkdirAll(filepath.Join(other, ".claude"), 0o755))
+	require.NoError(t, os.Symlink(filepath.Join(outside, "dir"), filepath.Join(other, ".claude", "skills")))
+	c = Options{Root: other}.Load(filepath.Join(other, ".claude", "skills"))
+	require.Empty(t, c.Skills)
+	require.Empty(t, c.Skipped)
+	require.Empty(t, c.Problems)
+}

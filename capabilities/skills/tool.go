@@ -56,7 +56,7 @@ func (t *Tool) Run(_ context.Context, call *capabilities.Call) (capabilities.Res
 		}
 		return capabilities.Result{}, errors.New(msg)
 	}
-	body, err := Body(s)
+	body, err := t.Catalogue.Body(s)
 	if err != nil {
 		return capabilities.Result{}, fmt.Errorf("skill %q cannot be loaded: %w", s.Name, err)
 	}

@@ -74,6 +74,9 @@ type Outcome struct {
 	Text string
 	// Value is a structured run's captured value (nil when none).
 	Value json.RawMessage
+	// Limit says which delegation ceiling of the session stopped the
+	// child's turn ("" when none did).
+	Limit string
 }
 
 // Err maps a run that did not complete to the tools' error text (nil for a
@@ -86,6 +89,9 @@ func (o Outcome) Err() error {
 		return errors.New(ErrTokenLimit)
 	case StopAborted:
 		return errors.New(ErrCancelled)
+	}
+	if o.Limit != "" {
+		return errors.New(ErrFailed + ": " + o.Limit)
 	}
 	return errors.New(ErrFailed)
 }
@@ -129,6 +135,9 @@ func Run(ctx context.Context, sp capabilities.Spawner, r Request) (Outcome, erro
 	end := child.Prompt(runCtx, r.Prompt)
 	out := harvest(child.Log().Events()[seed:], end)
 	out.ChildID = child.ID()
+	if end.Code == capabilities.CodeDelegationLimit {
+		out.Limit = end.Message
+	}
 	if capture != nil {
 		if v, ok := capture.Value(); ok {
 			out.Value = v

@@ -25,6 +25,7 @@ import (
 	"github.com/dsh-acp/dsh-acp/agent/llm/deepseek"
 	"github.com/dsh-acp/dsh-acp/agent/llm/replay"
 	"github.com/dsh-acp/dsh-acp/composition"
+	"github.com/dsh-acp/dsh-acp/internal/credentials"
 	"github.com/dsh-acp/dsh-acp/sandbox"
 	"github.com/dsh-acp/dsh-acp/session"
 	"github.com/dsh-acp/dsh-acp/session/jsonl"
@@ -32,8 +33,11 @@ import (
 	"github.com/dsh-acp/dsh-acp/snapshots"
 )
 
-// version is set at build time with -ldflags "-X main.version=…".
-var version = "0.1.0-dev"
+// version is the release's semantic version, set at build time with
+// -ldflags "-X main.version=…" (the Makefile's RELEASE: "0.3.0" for
+// make dist, "0.3.0-dev+<commit>" for make build); a plain go build says
+// it is a development build of no known release.
+var version = "0.0.0-dev"
 
 // multiFlag is a repeatable string flag.
 type multiFlag []string
@@ -45,6 +49,8 @@ type options struct {
 	composition  string
 	sessionsRoot string
 	version      bool
+	login        bool
+	logout       bool
 	modelReplay  string
 	override     string
 	children     multiFlag
@@ -95,6 +101,8 @@ func parse(args []string, stderr io.Writer, getenv func(string) string) (*option
 	fs.StringVar(&o.composition, "composition", "", "built-in composition name or composition file (default: the config's, else \"default\")")
 	fs.StringVar(&o.sessionsRoot, "sessions-root", "", "directory of persisted session logs")
 	fs.BoolVar(&o.version, "version", false, "print the version and exit")
+	fs.BoolVar(&o.login, "login", false, "sign in: ask for a DeepSeek API key (not echoed), check it with the API and store it in the OS credential store")
+	fs.BoolVar(&o.logout, "logout", false, "sign out: forget the stored API key")
 	fs.StringVar(&o.modelReplay, "model-replay", "", "serve with the model recorded in this session log instead of a live one")
 	fs.StringVar(&o.override, "model-replay-override", "", "scripted model entries replacing the recorded primary script")
 	fs.Var(&o.children, "model-replay-child", "subagent child log, in child order (repeatable)")
@@ -105,7 +113,7 @@ func parse(args []string, stderr io.Writer, getenv func(string) string) (*option
 	fs.StringVar(&o.logLevel, "log-level", "", "stderr log level: debug, info, warn, error (env DSH_ACP_LOG; default warn)")
 	fs.StringVar(&o.configPath, "config", "", "user config file (default $XDG_CONFIG_HOME/dsh-acp/config.json)")
 	fs.Usage = func() {
-		fmt.Fprintf(stderr, "usage: dsh-acp [flags]               serve ACP on stdio\n       dsh-acp --replay PATH... [--update]\n\nflags:\n")
+		fmt.Fprintf(stderr, "usage: dsh-acp [flags]               serve ACP on stdio\n       dsh-acp --login | --logout     sign in or out (the key is kept in the OS credential store)\n       dsh-acp --replay PATH... [--update]\n\nflags:\n")
 		fs.PrintDefaults()
 		fmt.Fprint(stderr, usageEnvironment(getenv))
 	}
@@ -123,6 +131,12 @@ func parse(args []string, stderr io.Writer, getenv func(string) string) (*option
 	}
 	if o.update && !o.replay {
 		return nil, errors.New("--update only applies with --replay")
+	}
+	if o.login && o.logout {
+		return nil, errors.New("--login and --logout exclude each other")
+	}
+	if (o.login || o.logout) && o.replay {
+		return nil, errors.New("--login and --logout do not apply with --replay")
 	}
 	// The snapshot harness's environment (replay contract § 3).
 	if getenv("DSH_SNAPSHOT") == "replay" {
@@ -149,17 +163,21 @@ func parse(args []string, stderr io.Writer, getenv func(string) string) (*option
 // files dsh-acp reads, with the paths this environment resolves to.
 func usageEnvironment(getenv func(string) string) string {
 	return "\nenvironment:\n" +
-		"  DEEPSEEK_API_KEY      the API key (the config's apiKeyEnv names another variable); without it\n" +
-		"                        every prompt answers with an error saying what to set\n" +
+		"  DEEPSEEK_API_KEY      the API key (the config's apiKeyEnv names another variable); it wins over\n" +
+		"                        the key stored by --login; without either, a prompt answers auth_required\n" +
 		"  DEEPSEEK_BASE_URL     an OpenAI-compatible API root (default " + deepseek.DefaultBaseURL + ")\n" +
 		"  DSH_ACP_CONFIG        the config file (default $XDG_CONFIG_HOME/dsh-acp/config.json)\n" +
 		"  DSH_ACP_LOG           stderr log level: debug, info, warn, error\n" +
+		"  DSH_ACP_CREDENTIAL_STORE\n" +
+		"                        where --login keeps the key: auto (the OS credential store, else a file\n" +
+		"                        of mode 0600 in the config dir; the default) or file\n" +
 		"  XDG_CONFIG_HOME, XDG_STATE_HOME, HOME\n" +
 		"                        locate the config file and the state directory (sessions, permissions)\n" +
 		"  CLAUDE_CONFIG_DIR, CODEX_HOME\n" +
 		"                        where your Claude Code and Codex hooks and prompt commands live\n" +
 		"\nfiles:\n" +
 		"  config        " + composition.ConfigPath(getenv) + "\n" +
+		"  key file      " + filepath.Join(configDir(getenv), credentials.FileName) + " (without an OS credential store)\n" +
 		"  sessions      " + composition.DefaultSessionsRoot(getenv) + "\n" +
 		"  permissions   " + filepath.Join(filepath.Dir(composition.DefaultSessionsRoot(getenv)), "permissions.json") + "\n"
 }
@@ -207,6 +225,14 @@ func run(args []string, stdin io.Reader, stdout, stderr io.Writer, getenv func(s
 	log := newLogger(stderr, o.logLevel, getenv)
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
+
+	if o.login || o.logout {
+		if err := signInOut(ctx, o, stdin, stderr, getenv); err != nil {
+			fmt.Fprintln(stderr, "dsh-acp:", err)
+			return 1
+		}
+		return 0
+	}
 
 	if o.replay {
 		var l snapshots.Launcher = snapshots.InProcess{Version: version}
@@ -278,12 +304,20 @@ func serve(ctx context.Context, o *options, stdin io.Reader, stdout io.Writer, l
 	if root, err = filepath.Abs(root); err != nil {
 		return err
 	}
+	if err := privateDir(root, log); err != nil {
+		return err
+	}
 	store, err := openStore(user.Store, root)
 	if err != nil {
 		return err
 	}
 	defer store.Close()
-	provider, err := newProvider(o, user, comp, getenv, log)
+	creds, err := credentialStore(getenv)
+	if err != nil {
+		return err
+	}
+	k := newKeys(user, creds, getenv)
+	provider, err := newProvider(o, user, k, getenv, log)
 	if err != nil {
 		return err
 	}
@@ -293,8 +327,8 @@ func serve(ctx context.Context, o *options, stdin io.Reader, stdout io.Writer, l
 		return err
 	}
 	srv := comp.NewServer(composition.ServerOptions{Provider: provider, Store: store, Log: log, Version: version, LaunchDir: cwd, Confiner: confiner,
-		MaxSteps: user.MaxSteps, Limits: user.Limits, Models: user.Models, ListModels: modelLister(o, user, getenv),
-		Auth: envAuth(o, user, getenv)})
+		MaxSteps: user.MaxSteps, Limits: user.Limits, Delegation: user.Delegation, Models: user.Models, ListModels: modelLister(o, user, k, getenv, log),
+		Auth: envAuth(o, k, log)})
 	log.Info().Str("composition", comp.Name).Str("sessions", root).Msg("serving ACP on stdio")
 	return srv.Serve(ctx, stdin, stdout)
 }
@@ -313,65 +347,93 @@ func openStore(kind, root string) (session.Store, error) {
 }
 
 // newProvider returns the recorded model (--model-replay) or the live
-// DeepSeek one. A missing API key is not fatal at startup: every model call
-// then fails with a message telling the user what to set.
-func newProvider(o *options, user composition.UserConfig, comp composition.Composition, getenv func(string) string, log zerolog.Logger) (llm.Provider, error) {
+// DeepSeek one. A missing API key is not fatal at startup: a key from the
+// environment is fixed for the process, a signed-in one is looked up at
+// each model call (a sign-in or a sign-out in a terminal takes effect at
+// the next prompt), and without one every model call fails saying how to
+// sign in.
+func newProvider(o *options, user composition.UserConfig, k keys, getenv func(string) string, log zerolog.Logger) (llm.Provider, error) {
 	if o.modelReplay != "" {
 		return replay.New(o.modelReplay, o.override, o.children)
 	}
-	keyEnv := user.APIKeyEnv
-	if keyEnv == "" {
-		keyEnv = composition.DefaultAPIKeyEnv
+	live := func(key string) llm.Provider {
+		return deepseek.New(deepseek.Config{BaseURL: baseURL(user, getenv), APIKey: key, Version: version, APIKeyEnv: k.env,
+			ConnectTimeout: user.Network.ConnectTimeout(), HeaderTimeout: user.Network.HeaderTimeout(), IdleTimeout: user.Network.IdleTimeout(),
+			DataIdleTimeout: user.Network.DataIdleTimeout(),
+			MaxRetries:      user.Network.MaxRetries, RetryBudget: user.Network.RetryBudget(),
+			OnRetry: func(ctx context.Context, r deepseek.Retry) {
+				log.Warn().Int("attempt", r.Attempt).Dur("delay", r.Delay).Str("reason", r.Reason).Msg("model call retried")
+				llm.Notice(ctx, r.String())
+			}})
 	}
-	key := getenv(keyEnv)
-	if key == "" {
-		return missingKey{env: keyEnv}, nil
+	if key := k.fromEnv(); key != "" {
+		return live(key), nil
 	}
-	base := user.BaseURL
-	if base == "" {
-		base = getenv("DEEPSEEK_BASE_URL")
-	}
-	return deepseek.New(deepseek.Config{BaseURL: base, APIKey: key, Version: version, APIKeyEnv: keyEnv,
-		ConnectTimeout: user.Network.ConnectTimeout(), HeaderTimeout: user.Network.HeaderTimeout(), IdleTimeout: user.Network.IdleTimeout(),
-		MaxRetries: user.Network.MaxRetries, RetryBudget: user.Network.RetryBudget(),
-		OnRetry: func(ctx context.Context, r deepseek.Retry) {
-			log.Warn().Int("attempt", r.Attempt).Dur("delay", r.Delay).Str("reason", r.Reason).Msg("model call retried")
-			llm.Notice(ctx, r.String())
-		}}), nil
+	return &signedIn{keys: k, live: live, log: log}, nil
 }
 
-// envAuth is the API key as an env_var auth method (none with a recorded
-// model, which needs no key).
-func envAuth(o *options, user composition.UserConfig, getenv func(string) string) *acp.EnvAuth {
+// envAuth is the API key as auth methods: the environment variable, the
+// terminal sign-in (this executable with --login) and logout (none with a
+// recorded model, which needs no key).
+func envAuth(o *options, k keys, log zerolog.Logger) *acp.EnvAuth {
 	if o.modelReplay != "" {
 		return nil
 	}
-	keyEnv := user.APIKeyEnv
-	if keyEnv == "" {
-		keyEnv = composition.DefaultAPIKeyEnv
+	a := &acp.EnvAuth{Var: k.env, Present: func() bool {
+		key, _, err := k.key()
+		if err != nil {
+			log.Warn().Err(err).Msg("the stored API key is not usable")
+		}
+		return key != ""
+	}}
+	if k.store != nil {
+		exe, err := os.Executable()
+		if err != nil {
+			exe = ""
+		}
+		a.Login = &acp.TerminalLogin{Command: exe, Args: loginArgs}
+		a.Logout = func() error {
+			_, err := k.store.Delete()
+			return err
+		}
 	}
-	return &acp.EnvAuth{Var: keyEnv, Present: func() bool { return getenv(keyEnv) != "" }}
+	return a
 }
 
 // modelLister lists the live provider's models for the Model menu (none
-// with a recorded model or without a key).
-func modelLister(o *options, user composition.UserConfig, getenv func(string) string) composition.ModelLister {
-	keyEnv := user.APIKeyEnv
-	if keyEnv == "" {
-		keyEnv = composition.DefaultAPIKeyEnv
-	}
-	key := getenv(keyEnv)
-	if o.modelReplay != "" || key == "" {
+// with a recorded model or without a key at startup).
+func modelLister(o *options, user composition.UserConfig, k keys, getenv func(string) string, log zerolog.Logger) composition.ModelLister {
+	if o.modelReplay != "" {
 		return nil
 	}
-	base := user.BaseURL
-	if base == "" {
-		base = getenv("DEEPSEEK_BASE_URL")
+	key, _, err := k.key()
+	if err != nil {
+		log.Warn().Err(err).Msg("the stored API key is not usable")
 	}
-	if base == "" {
-		base = deepseek.DefaultBaseURL
+	if key == "" {
+		return nil
 	}
-	return composition.HTTPModelLister(base, key, nil)
+	return composition.HTTPModelLister(baseURL(user, getenv), key, nil)
+}
+
+// signInOut runs --login or --logout.
+func signInOut(ctx context.Context, o *options, stdin io.Reader, stderr io.Writer, getenv func(string) string) error {
+	cfgPath := o.configPath
+	if cfgPath == "" {
+		cfgPath = composition.ConfigPath(getenv)
+	}
+	user, err := composition.LoadUserConfig(cfgPath)
+	if err != nil {
+		return err
+	}
+	store, err := credentialStore(getenv)
+	if err != nil {
+		return err
+	}
+	if o.logout {
+		return logout(user, store, stderr, getenv)
+	}
+	return login(ctx, user, store, stdin, stderr, getenv)
 }
 
 func newLogger(w io.Writer, level string, getenv func(string) string) zerolog.Logger {

@@ -119,7 +119,7 @@ func (s *editor) until(want string) []string {
 	}
 }
 
-func TestMissingKeyFailsPromptWithInstructions(t *testing.T) {
+func TestMissingKeyPromptIsAuthRequired(t *testing.T) {
 	cwd := t.TempDir()
 	s := start(t, []string{"--sessions-root", t.TempDir()}, map[string]string{"HOME": t.TempDir()})
 	s.send(`{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":1,"clientCapabilities":{}}}`)
@@ -136,7 +136,21 @@ func TestMissingKeyFailsPromptWithInstructions(t *testing.T) {
 	sid = r.Result.SessionID
 	s.send(`{"jsonrpc":"2.0","id":2,"method":"session/prompt","params":{"sessionId":"` + sid + `","prompt":[{"type":"text","text":"hi"}]}}`)
 	lines = s.until(`"id":2`)
-	require.Equal(t, `{"jsonrpc":"2.0","id":2,"error":{"code":-32603,"message":"The model call failed: no API key: set DEEPSEEK_API_KEY in the environment dsh-acp runs in (for Zed: the \"env\" of the agent_servers entry). Check the API key dsh-acp runs with, then send the prompt again.","data":{"code":"AUTH","step":1}}}`, lines[len(lines)-1])
+	var e struct {
+		Error struct {
+			Code    int    `json:"code"`
+			Message string `json:"message"`
+			Data    struct {
+				AuthMethods []map[string]any `json:"authMethods"`
+			} `json:"data"`
+		} `json:"error"`
+	}
+	require.NoError(t, json.Unmarshal([]byte(lines[len(lines)-1]), &e))
+	require.Equal(t, -32000, e.Error.Code, "auth_required, so that the client offers the sign-in")
+	require.Contains(t, e.Error.Message, "dsh-acp --login")
+	require.Contains(t, e.Error.Message, "set DEEPSEEK_API_KEY")
+	require.Len(t, e.Error.Data.AuthMethods, 1, "env_var only: this client runs no terminal sign-in")
+	require.Equal(t, "env_var", e.Error.Data.AuthMethods[0]["type"])
 }
 
 // TestLiveProviderAgainstDeepSeekSSE serves a recorded DeepSeek SSE stream

@@ -27,6 +27,7 @@ import (
 	"errors"
 	"fmt"
 	"net/url"
+	"os"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -120,6 +121,9 @@ func Open(path string, opts ...Option) (*Store, error) {
 	if err != nil {
 		return nil, fmt.Errorf("open session database: %w", err)
 	}
+	if err := private(abs); err != nil {
+		return nil, fmt.Errorf("open session database: %w", err)
+	}
 	q := url.Values{}
 	q.Add("_pragma", "busy_timeout("+strconv.FormatInt(cfg.busyTimeout.Milliseconds(), 10)+")")
 	q.Add("_pragma", "foreign_keys(1)")
@@ -136,6 +140,37 @@ func Open(path string, opts ...Option) (*Store, error) {
 		return nil, err
 	}
 	return s, nil
+}
+
+// fileMode is the permission of the database and its -wal, -shm and
+// -journal files: they hold every conversation, so only the user reads
+// them (SQLite gives the side files the database's own mode).
+const fileMode = 0o600
+
+// sideFiles are the suffixes of the files SQLite keeps beside a database.
+var sideFiles = [...]string{"", "-wal", "-shm", "-journal"}
+
+// private creates the database file at path with fileMode before SQLite
+// opens it (SQLite would create it 0644 less the umask), and takes group
+// and other access away from an existing database and its side files.
+func private(path string) error {
+	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE, fileMode)
+	if err != nil {
+		return err
+	}
+	if err := f.Close(); err != nil {
+		return err
+	}
+	for _, suffix := range sideFiles {
+		fi, err := os.Lstat(path + suffix)
+		if err != nil || !fi.Mode().IsRegular() || fi.Mode().Perm()&0o077 == 0 {
+			continue
+		}
+		if err := os.Chmod(path+suffix, fi.Mode().Perm()&^0o077); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // escapePath makes an absolute file path safe inside a SQLite URI.

@@ -92,6 +92,14 @@ type Config struct {
 	// a TIMEOUT llm.Error. Zero means DefaultConnectTimeout,
 	// DefaultHeaderTimeout, DefaultIdleTimeout; negative means none.
 	ConnectTimeout, HeaderTimeout, IdleTimeout time.Duration
+	// DataIdleTimeout bounds, once the first data event of a response
+	// arrived, the wait for the next one; keep-alive comments do not count
+	// (before the first event they are a queued request's and only
+	// IdleTimeout applies), nor does the time the caller spends on a chunk.
+	// A stall after chunks reached the caller ends the call with a TIMEOUT
+	// llm.Error (it cannot be retried without repeating them). Zero means
+	// DefaultDataIdleTimeout, negative none.
+	DataIdleTimeout time.Duration
 
 	// MaxRetries is how many times a call is sent again after a rate
 	// limit (429), a server error (500, 502, 503, 504, 529), a network
@@ -130,6 +138,7 @@ type Provider struct {
 	opts      requestOptions
 
 	connectTimeout, headerTimeout, idleTimeout time.Duration // <= 0: none
+	dataIdleTimeout                            time.Duration // <= 0: none
 	retry                                      retryPolicy
 	onRetry                                    func(context.Context, Retry)
 }
@@ -140,11 +149,12 @@ var _ llm.Provider = (*Provider)(nil)
 // Config.
 func New(cfg Config) *Provider {
 	p := &Provider{baseURL: cfg.BaseURL, apiKey: cfg.APIKey, client: cfg.HTTPClient, userAgent: cfg.UserAgent,
-		keyEnv:         cmp.Or(cfg.APIKeyEnv, DefaultAPIKeyEnv),
-		opts:           requestOptions{thinking: cfg.Thinking, reasoningEffort: cfg.ReasoningEffort},
-		connectTimeout: orDefault(cfg.ConnectTimeout, DefaultConnectTimeout),
-		headerTimeout:  orDefault(cfg.HeaderTimeout, DefaultHeaderTimeout),
-		idleTimeout:    orDefault(cfg.IdleTimeout, DefaultIdleTimeout),
+		keyEnv:          cmp.Or(cfg.APIKeyEnv, DefaultAPIKeyEnv),
+		opts:            requestOptions{thinking: cfg.Thinking, reasoningEffort: cfg.ReasoningEffort},
+		connectTimeout:  orDefault(cfg.ConnectTimeout, DefaultConnectTimeout),
+		headerTimeout:   orDefault(cfg.HeaderTimeout, DefaultHeaderTimeout),
+		idleTimeout:     orDefault(cfg.IdleTimeout, DefaultIdleTimeout),
+		dataIdleTimeout: orDefault(cfg.DataIdleTimeout, DefaultDataIdleTimeout),
 		retry: retryPolicy{
 			maxRetries:    max(orDefault(cfg.MaxRetries, DefaultMaxRetries), 0),
 			budget:        orDefault(cfg.RetryBudget, DefaultRetryBudget),
@@ -230,7 +240,7 @@ func (p *Provider) Stream(ctx context.Context, req *llm.Request) iter.Seq2[llm.C
 func (p *Provider) attempt(ctx context.Context, model string, body []byte,
 	yield func(llm.Chunk, error) bool) (delivered bool, f *failure) {
 	actx, cancel := context.WithCancelCause(ctx)
-	w := watch(cancel, p.headerTimeout, p.idleTimeout)
+	w := watch(cancel, p.headerTimeout, p.idleTimeout, p.dataIdleTimeout)
 	rc, retryAfter, err := p.open(actx, model, body)
 	if err != nil {
 		w.stop()
@@ -243,6 +253,8 @@ func (p *Provider) attempt(ctx context.Context, model string, body []byte,
 	err = translate(ctx, &watchedBody{rc, w}, func(c llm.Chunk) bool {
 		delivered = true
 		finished = finished || c.Type == llm.ChunkFinish
+		w.consume(true)
+		defer w.consume(false)
 		return yield(c, nil)
 	})
 	if err != nil || !finished {

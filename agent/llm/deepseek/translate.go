@@ -83,6 +83,10 @@ type translator struct {
 	usage     *wireUsage
 }
 
+// eventNoter is a stream reader told of each data event translate handled
+// (the watched body, whose data-idle timeout it resets).
+type eventNoter interface{ event() }
+
 // translate reads the SSE stream r and emits its chunks until [DONE],
 // emit returning false (nil error), or a failure: STREAM_CLOSED when the
 // stream ends without [DONE], MALFORMED_RESPONSE for an unparseable
@@ -91,6 +95,7 @@ type translator struct {
 func translate(ctx context.Context, r io.Reader, emit func(llm.Chunk) bool) error {
 	sse := newSSEReader(r)
 	var t translator
+	noter, _ := r.(eventNoter)
 	for {
 		data, err := sse.next()
 		if ctxErr := ctx.Err(); ctxErr != nil {
@@ -109,6 +114,9 @@ func translate(ctx context.Context, r io.Reader, emit func(llm.Chunk) bool) erro
 		ok, err := t.payload(data, emit)
 		if err != nil {
 			return err
+		}
+		if noter != nil {
+			noter.event()
 		}
 		if !ok {
 			return nil
