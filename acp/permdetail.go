@@ -161,8 +161,7 @@ func askTitle(req approval.Request) string {
 		return "Run this project's hooks?"
 	case req.Scope == approval.ScopeSandbox && req.Action != "":
 		return req.Action
-	}
-	if req.Scope == approval.ScopeNetwork {
+	case req.Scope == approval.ScopeNetwork:
 		return "Run `" + clipRunes(req.Subject, 60) + "` with network access?"
 	}
 	return "Allow " + req.ToolName + "?"
@@ -170,7 +169,7 @@ func askTitle(req approval.Request) string {
 
 // askKind is the tool kind of a request that has no card.
 func askKind(req approval.Request) capabilities.ToolKind {
-	if req.ToolName == HooksConsent || req.Scope == approval.ScopeSandbox {
+	if req.ToolName == HooksConsent || req.Scope == approval.ScopeSandbox || req.Scope == approval.ScopeNetwork {
 		return capabilities.ToolKindExecute
 	}
 	return capabilities.ToolKindOther

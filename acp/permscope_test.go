@@ -58,6 +58,6 @@ func TestNetworkRequestNamesTheCommand(t *testing.T) {
 	assert.Contains(t, askText(req), "Why: uploads")
 	assert.Equal(t, "Run `curl https://example.org/upload` with network access?", askTitle(req))
 	assert.Equal(t, "Always allow in this session", alwaysName(req))
-	scope, _ := projectScope(req, "curl")
+	scope, _ := projectScope(req)
 	assert.Empty(t, scope)
 }
