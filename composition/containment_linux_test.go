@@ -400,3 +400,15 @@ func blocksText(ms []llm.Message) string {
 	}
 	return b.String()
 }
+
+// A secret outside the root is asked about once, saying it holds secrets.
+func TestContainedSecretOutsideTheRootAsksOnce(t *testing.T) {
+	l := newContainLab(t, &sandbox.Bwrap{}, false)
+	sid := l.srv.newSession(t, l.ws).SessionID
+	l.setAnswer("allow-once")
+	r := l.call(t, sid, "read-key", "read", map[string]any{"file_path": l.key})
+	assert.False(t, r.IsError, r.text())
+	asked := l.requests()
+	require.Len(t, asked, 1)
+	assert.Contains(t, asked[0].texts(), "secrets")
+}
