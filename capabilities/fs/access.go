@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"path/filepath"
+	"strings"
 	"syscall"
 
 	"github.com/dsh-acp/dsh-acp/capabilities"
@@ -36,12 +37,16 @@ func (f *files) probe(ctx context.Context, call *capabilities.Call, op Op, tg ta
 	if err != nil {
 		return reach{}, err
 	}
+	asked := false
 	if op == OpRead && f.opts.Gate != nil {
-		// A secret inside the root asks before anything is read.
+		// A secret asks before anything is read, inside the root too; the
+		// answer also covers it being outside.
 		if why := f.special(call, op, tg); why != "" {
-			if _, err := f.opts.Gate.Check(ctx, Access{Call: call, Op: op, Path: tg.display, Root: tg.root, Inside: true, Special: why}); err != nil {
+			inside := tg.display == tg.root || strings.HasPrefix(tg.display, strings.TrimSuffix(tg.root, string(filepath.Separator))+string(filepath.Separator))
+			if _, err := f.opts.Gate.Check(ctx, Access{Call: call, Op: op, Path: tg.display, Root: tg.root, Inside: inside, Special: why}); err != nil {
 				return reach{}, refused{err}
 			}
+			asked = true
 		}
 	}
 	err = do(conf)
@@ -51,8 +56,10 @@ func (f *files) probe(ctx context.Context, call *capabilities.Call, op Op, tg ta
 	if f.opts.Gate == nil {
 		return reach{}, outsideRoot(tg.display, tg.root)
 	}
-	if _, err := f.opts.Gate.Check(ctx, Access{Call: call, Op: op, Path: tg.display, Root: tg.root}); err != nil {
-		return reach{}, refused{err}
+	if !asked {
+		if _, err := f.opts.Gate.Check(ctx, Access{Call: call, Op: op, Path: tg.display, Root: tg.root}); err != nil {
+			return reach{}, refused{err}
+		}
 	}
 	r := reach{files: f.unconfined()}
 	return r, do(r.files)
