@@ -2,6 +2,10 @@
 # commands of the README.
 GO ?= go
 BIN := bin/dsh-acp
+# The executables a release ships, each built from ./cmd/<name> into bin/:
+# the agent and the worker that runs model-written programs (found beside
+# the agent). `make build` builds them all; `make dist` packs them all.
+EXECUTABLES := dsh-acp dsh-acp-worker
 UPSTREAM ?= ../shared/upstream
 # RELEASE is the semantic version of the next release, declared here only:
 # make dist stamps it as is (0.3.0), make build as a development build of
@@ -11,9 +15,9 @@ RELEASE := 0.3.0
 COMMIT := $(shell git rev-parse --short=12 HEAD 2>/dev/null)
 VERSION ?= $(RELEASE)-dev$(if $(COMMIT),+$(COMMIT))
 LDFLAGS := -s -w -X main.version=$(VERSION)
-# DIST_CMDS are the executables every release archive ships, the agent's
-# first; the JS worker joins them once its command exists.
-DIST_CMDS := ./cmd/dsh-acp $(addprefix ./,$(wildcard cmd/dsh-acp-worker))
+# DIST_CMDS are the executables every release archive ships: EXECUTABLES,
+# the agent's first.
+DIST_CMDS := $(addprefix ./cmd/,$(EXECUTABLES))
 # DIST_BASE_URL is where the archives are published (agent.json's archive
 # URLs are $(DIST_BASE_URL)/<archive>); DIST_TARGETS narrows the six.
 DIST_BASE_URL ?= https://github.com/dsh-acp/dsh-acp/releases/download/v$(RELEASE)
@@ -27,12 +31,15 @@ STATICCHECK := $(GOBIN)/staticcheck
 
 .PHONY: build dist test lint tools fuzz demo conformance snapshots bench vet clean
 
-## build: a static binary (no cgo: sandbox probing, Landlock and user
-## lookup are pure Go), so it runs on any Linux and maps no libc; without
-## the symbol table and DWARF (-s -w: 43 → 31 MB on disk, the same RSS:
-## neither is mapped at run time; stack traces keep their names).
+## build: static binaries (no cgo: sandbox probing, Landlock and user
+## lookup are pure Go), so they run on any Linux and map no libc; without
+## the symbol table and DWARF (-s -w: smaller on disk, the same RSS:
+## neither is mapped at run time; stack traces keep their names). One
+## binary per EXECUTABLES entry, side by side in bin/.
 build:
-	CGO_ENABLED=0 $(GO) build -trimpath -ldflags "$(LDFLAGS)" -o $(BIN) ./cmd/dsh-acp
+	@set -e; for e in $(EXECUTABLES); do \
+		CGO_ENABLED=0 $(GO) build -trimpath -ldflags "$(LDFLAGS)" -o bin/$$e ./cmd/$$e; \
+	done
 
 ## dist: the release in dist/: an archive per ACP Registry platform
 ## (darwin, linux: .tar.gz; windows: .zip; the executables at the root,

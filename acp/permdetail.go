@@ -53,7 +53,7 @@ func (s *Server) permissionCall(ls *liveSession, req approval.Request) ToolCallR
 	if !ok {
 		ref := ToolCallRef{ToolCallID: req.CallID, Title: askTitle(req), Kind: askKind(req), Status: StatusPending,
 			Content: []ToolCallContent{ask}}
-		if req.Action != "" {
+		if req.Action != "" && req.Scope != approval.ScopeWrites && req.Scope != approval.ScopeFolder {
 			ref.Content = []ToolCallContent{textItem(actionBlock(req)), ask}
 		}
 		return ref
@@ -161,6 +161,8 @@ func askTitle(req approval.Request) string {
 		return "Run this project's hooks?"
 	case req.Scope == approval.ScopeSandbox && req.Action != "":
 		return req.Action
+	case req.Action != "" && (req.Scope == approval.ScopeWrites || req.Scope == approval.ScopeFolder):
+		return req.Action + "?" // "write /w/notes.txt?"
 	case req.Scope == approval.ScopeNetwork:
 		return "Run `" + clipRunes(req.Subject, 60) + "` with network access?"
 	}

@@ -20,11 +20,12 @@ import (
 // delegation ceilings d; ids are unique.
 func treeRuntime(d Delegation) *Runtime {
 	var n atomic.Int64
-	p := &scripted{calls: [][]llm.Chunk{{text(0, "ok"), finish(llm.FinishStop)}}}
+	ok := []llm.Chunk{text(0, "ok"), finish(llm.FinishStop)}
+	p := &scripted{calls: [][]llm.Chunk{ok, ok, ok, ok}}
 	return NewRuntime(Config{Model: "m", Provider: p, Clock: func() int64 { return 0 },
 		NewID: func() string { return fmt.Sprintf("s-%d", n.Add(1)) }, Log: zerolog.Nop(),
 		SandboxDefault: "workspace-write", Approval: approval.NewService("ask", func() string { return "a" }),
-		Modes: []ModeDef{PlanMode()}, DurableKnobs: true, Delegation: d})
+		Modes: []ModeDef{PlanMode()}, DurableKnobs: true, Delegation: d, NetworkDefault: NetworkOff})
 }
 
 // A child starts with its parent's effective boundaries, held switches
@@ -37,6 +38,8 @@ func TestChildInheritsTheEffectiveBoundaries(t *testing.T) {
 	s.SetKnob(KnobSandboxMode, "read-only") // idle: held for the next turn
 	s.SetKnob(KnobApprovalPolicy, "never")
 	require.NoError(t, s.SetMode("plan"))
+	require.Equal(t, "completed", s.Prompt(ctx, "anchor").Kind, "anchors the held switches")
+	s.SetKnob(KnobNetwork, NetworkOn) // held: the log says off, the narrower
 	c, err := s.Spawn(ctx, capabilities.ChildOptions{})
 	require.NoError(t, err)
 	child := c.(*Session)
@@ -48,6 +51,8 @@ func TestChildInheritsTheEffectiveBoundaries(t *testing.T) {
 		pol, _ := x.Knob(KnobApprovalPolicy)
 		assert.Equal(t, "never", pol)
 		assert.Equal(t, "plan", x.Mode())
+		net, _ := x.Knob(KnobNetwork)
+		assert.Equal(t, NetworkOff, net)
 	}
 	require.Equal(t, "completed", child.Prompt(ctx, "go").Kind)
 	assert.Equal(t, approval.PolicyNever, rt.cfg.Approval.Policy(child.Log().Events()), "anchored at the child's first turn")

@@ -18,7 +18,7 @@ type Inheritable interface {
 }
 
 // inheritedKnobs are the boundaries a child inherits, in anchoring order.
-var inheritedKnobs = [...]string{KnobSandboxMode, KnobApprovalPolicy}
+var inheritedKnobs = [...]string{KnobSandboxMode, KnobApprovalPolicy, KnobNetwork}
 
 // narrowness orders a knob's values from the narrowest; a value it does
 // not list is the widest.
@@ -28,6 +28,8 @@ func narrowness(id string) []string {
 		return []string{string(sandbox.ReadOnly), string(sandbox.WorkspaceWrite), string(sandbox.DangerFullAccess)}
 	case KnobApprovalPolicy:
 		return []string{string(approval.PolicyNever), string(approval.PolicyAsk)}
+	case KnobNetwork:
+		return []string{NetworkOff, NetworkOn}
 	}
 	return nil
 }
@@ -70,8 +72,8 @@ func (s *Session) effectiveMode() string {
 }
 
 // inherit gives child s's effective boundaries at the moment it is
-// spawned: its sandbox mode, its approval policy and its session mode,
-// whatever the child's own log (a fork's seed ends at the parent's last
+// spawned: its sandbox mode, its approval policy, its network switch and
+// its session mode, whatever the child's own log (a fork's seed ends at the parent's last
 // completed turn) says. They are held switches of the child, anchored at
 // its first turn like a user's switch; they bind its tools at once. The
 // child can narrow them further; a widening goes through an approval

@@ -8,6 +8,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -135,13 +136,16 @@ func TestChildrenKeepTheParentsReadOnlySandbox(t *testing.T) {
 				g.open()
 				srv.c.await(ch, "prompt go")
 			}
+			// A background child may not have called its model yet.
 			var childID string
-			for _, r := range p.requests() {
-				if pr, _ := position(r); pr == child {
-					childID = r.SessionID
+			require.Eventually(t, func() bool {
+				for _, r := range p.requests() {
+					if pr, _ := position(r); pr == child {
+						childID = r.SessionID
+					}
 				}
-			}
-			require.NotEmpty(t, childID, "the child ran")
+				return childID != ""
+			}, waitFor, 10*time.Millisecond, "the child ran")
 			if c.background {
 				waitLog(t, root, childID, hasTurnEnd)
 			}

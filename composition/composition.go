@@ -18,6 +18,7 @@ import (
 	"github.com/dsh-acp/dsh-acp/capabilities/ask"
 	"github.com/dsh-acp/dsh-acp/capabilities/bash"
 	"github.com/dsh-acp/dsh-acp/capabilities/fs"
+	"github.com/dsh-acp/dsh-acp/capabilities/jsworker"
 	"github.com/dsh-acp/dsh-acp/capabilities/localfs"
 	"github.com/dsh-acp/dsh-acp/capabilities/plan"
 	"github.com/dsh-acp/dsh-acp/capabilities/subagent"
@@ -277,6 +278,9 @@ type Deps struct {
 	// SpillRoot holds the sessions' spill directories (empty: spill/
 	// beside the default sessions root).
 	SpillRoot string
+	// Programs runs run_code programs and workflow scripts (nil: those
+	// tools fail with a clear error).
+	Programs *jsworker.Pool
 }
 
 // Registry builds a session's tool registry.
@@ -329,10 +333,10 @@ func (c Composition) Registry(env capabilities.Env, deps Deps) *capabilities.Reg
 		}
 	}
 	if c.Has(FamilyWorkflow) {
-		tools = append(tools, workflow.Tool{Progress: !c.Upstream, Engine: workflow.Config{StructuredNudges: structuredNudges(c)}})
+		tools = append(tools, workflow.Tool{Progress: !c.Upstream, Programs: deps.Programs, Engine: workflow.Config{StructuredNudges: structuredNudges(c)}})
 	}
 	tools = append(tools, c.toolbox(env, deps)...)
-	tools = c.codeMode(tools)
+	tools = c.codeMode(tools, deps.Programs)
 	return c.finish(capabilities.NewRegistry(tools...), env, deps)
 }
 

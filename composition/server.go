@@ -14,6 +14,7 @@ import (
 	"github.com/dsh-acp/dsh-acp/approval"
 	"github.com/dsh-acp/dsh-acp/capabilities"
 	"github.com/dsh-acp/dsh-acp/capabilities/bash"
+	"github.com/dsh-acp/dsh-acp/capabilities/jsworker"
 	"github.com/dsh-acp/dsh-acp/session"
 )
 
@@ -33,6 +34,10 @@ type ServerOptions struct {
 	// Confiner confines bash commands (sandbox.Provider); nil makes every
 	// confined command fail closed.
 	Confiner bash.Confiner
+	// Programs runs run_code programs and workflow scripts in worker
+	// processes (nil: a pool of the worker found beside the executable,
+	// confined by Confiner).
+	Programs *jsworker.Pool
 	// MaxSteps caps the model calls of one turn (zero: agent.DefaultMaxSteps).
 	MaxSteps int
 	// Limits bounds the editor's input (zero fields: the defaults).
@@ -61,7 +66,15 @@ func (c Composition) NewServer(o ServerOptions) *acp.Server {
 	if o.NewID == nil {
 		o.NewID = session.NewID
 	}
-	deps := Deps{Confiner: o.Confiner, LaunchDir: o.LaunchDir, Getenv: o.Getenv}
+	if o.Programs == nil {
+		// No worker starts before the first program.
+		var confiner jsworker.Confiner
+		if o.Confiner != nil {
+			confiner = o.Confiner
+		}
+		o.Programs = jsworker.NewPool(jsworker.Options{Confiner: confiner})
+	}
+	deps := Deps{Confiner: o.Confiner, LaunchDir: o.LaunchDir, Getenv: o.Getenv, Programs: o.Programs}
 	var approvals *approval.Service
 	if c.Approval != "" {
 		approvals = approval.NewService(c.Approval, o.NewID)

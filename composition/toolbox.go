@@ -126,6 +126,10 @@ func (c Composition) toolbox(env capabilities.Env, deps Deps) []capabilities.Too
 	}
 	if c.Has(FamilyWeb) {
 		o := web.Options{MaxBytes: c.Web.MaxBytes, Timeout: secs(c.Web.TimeoutSec)}
+		if deps.Programs != nil {
+			// Pages are converted in the program worker.
+			o.Markdown = deps.Programs.Markdown
+		}
 		if deps.Approver != nil {
 			o.Approver = deps.Approver
 		}

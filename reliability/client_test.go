@@ -19,6 +19,7 @@ import (
 
 	"github.com/dsh-acp/dsh-acp/internal/acpclient"
 	"github.com/dsh-acp/dsh-acp/internal/acpschema"
+	"github.com/dsh-acp/dsh-acp/internal/workertest"
 )
 
 // agentBinary is the dsh-acp binary TestMain builds (or
@@ -42,6 +43,13 @@ func TestMain(m *testing.M) {
 	build.Stdout, build.Stderr = os.Stderr, os.Stderr
 	if err := build.Run(); err != nil {
 		fmt.Fprintln(os.Stderr, "building dsh-acp:", err)
+		os.RemoveAll(dir)
+		os.Exit(2)
+	}
+	// The program worker beside it, where the agent looks for it, with
+	// the test-only escape hook.
+	if _, err := workertest.Build(dir, "workerescape"); err != nil {
+		fmt.Fprintln(os.Stderr, err)
 		os.RemoveAll(dir)
 		os.Exit(2)
 	}

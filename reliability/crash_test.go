@@ -227,13 +227,29 @@ func assertHistory(t *testing.T, first modelRequest, earlier []sentPrompt) {
 	assert.Equal(t, want, got, "the history the model receives")
 }
 
-// cardResults lists the statuses of prompt req's tool_call_updates.
+// cardResults lists, for each tool card of prompt req in the order the
+// cards opened, the status its last tool_call_update left it in. A
+// running command's live refreshes (in_progress updates while it runs,
+// more of them on a slow machine) do not count; a card they leave behind
+// in_progress does.
 func cardResults(us []update, req int64) []string {
-	var out []string
+	var order []string
+	last := map[string]string{}
 	for _, u := range us {
-		if u.Request == req && u.Kind == "tool_call_update" {
-			out = append(out, u.Status)
+		if u.Request != req || u.Kind != "tool_call_update" || u.Status == "" {
+			continue
 		}
+		if _, seen := last[u.ToolCallID]; !seen {
+			order = append(order, u.ToolCallID)
+		}
+		last[u.ToolCallID] = u.Status
+	}
+	out := make([]string, 0, len(order))
+	for _, id := range order {
+		out = append(out, last[id])
+	}
+	if len(out) == 0 {
+		return nil
 	}
 	return out
 }

@@ -70,6 +70,10 @@ func scriptFor(name, id string) (script, bool) {
 		return script{steps: [][]toolCall{{bashCall("trap '' TERM; sleep 5")}}, text: final}, true
 	case "text":
 		return script{text: final}, true
+	case "prog": // the program named by id (programs_test.go), then text
+		if c, ok := programCall(id); ok {
+			return script{steps: [][]toolCall{{c}}, text: final}, true
+		}
 	}
 	return script{}, false
 }
@@ -84,6 +88,9 @@ type modelRequest struct {
 	Users []string
 	// Messages is the number of messages.
 	Messages int
+	// Results are the texts of the tool messages after the marker, in
+	// order.
+	Results []string
 }
 
 // model is the scripted endpoint. Its zero delay streams as fast as it can.
@@ -182,6 +189,9 @@ func describe(msgs []wireMessage) (modelRequest, string) {
 		for _, msg := range msgs[last+1:] {
 			if msg.Role == "assistant" && len(msg.ToolCalls) > 0 {
 				mr.Step++
+			}
+			if msg.Role == "tool" {
+				mr.Results = append(mr.Results, msg.text())
 			}
 		}
 	}

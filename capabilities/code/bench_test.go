@@ -8,31 +8,23 @@ import (
 	"github.com/dsh-acp/dsh-acp/agent/llm"
 	"github.com/dsh-acp/dsh-acp/capabilities"
 	"github.com/dsh-acp/dsh-acp/capabilities/code"
+	"github.com/dsh-acp/dsh-acp/capabilities/jsworker"
 	"github.com/dsh-acp/dsh-acp/capabilities/subagent/childtest"
+	"github.com/dsh-acp/dsh-acp/internal/workertest"
 )
-
-// BenchmarkTransform is esbuild's TypeScript transform of a small program.
-func BenchmarkTransform(b *testing.B) {
-	src := `const xs: number[] = [1, 2, 3]; interface P { a: string }
-for (const x of xs) { await tools.echo({text: String(x)} as any) } return xs.length`
-	for b.Loop() {
-		if _, err := code.Transform(src); err != nil {
-			b.Fatal(err)
-		}
-	}
-}
 
 // BenchmarkProgram runs a program through the whole session path: 0 and 10
 // dispatches of a trivial tool. dispatch-ns is the cost per dispatch above
 // the empty program.
 func BenchmarkProgram(b *testing.B) {
 	natives := []capabilities.Tool{echo{}}
-	tool := code.Tool{Tools: natives}
+	tool := code.Tool{Tools: natives, Programs: workertest.Pool(b, jsworker.Options{})}
 	env := childtest.NewMemory(b, func(*llm.Request) childtest.Reply { return childtest.Reply{Text: "ok"} },
 		func(capabilities.Env) []capabilities.Tool { return []capabilities.Tool{echo{}, tool} })
 	parent := env.Session(b)
 	for name, src := range map[string]string{
 		"empty":        `return 1`,
+		"1dispatch":    `return await tools.echo({text: "x"})`,
 		"10dispatches": `let s = ""; for (let i = 0; i < 10; i++) s += await tools.echo({text: "x"}); return s.length`,
 	} {
 		args, _ := json.Marshal(map[string]string{"code": src})

@@ -1,8 +1,10 @@
 // Package code is code mode (tools § 12, subagents-workflows § 5): the
 // run_code tool runs a TypeScript program — the body of an async function
 // — whose tools.<name>(args) calls dispatch the session's own tools
-// through its whole pipeline. TypeScript becomes JavaScript with
-// evanw/esbuild's transform; the program runs on goja (package jsrt).
+// through its whole pipeline. The program runs in the program worker
+// (package jsworker; its engine is package program, TypeScript through
+// esbuild onto goja): every tools.<name> call comes back here as a request
+// and is dispatched in the agent, one at a time in call order.
 package code
 
 import (
@@ -11,14 +13,11 @@ import (
 	"errors"
 	"fmt"
 	"strings"
-	"sync"
 	"time"
 
-	"github.com/dop251/goja"
-	"github.com/evanw/esbuild/pkg/api"
-
 	"github.com/dsh-acp/dsh-acp/capabilities"
-	"github.com/dsh-acp/dsh-acp/capabilities/jsrt"
+	"github.com/dsh-acp/dsh-acp/capabilities/jsproto"
+	"github.com/dsh-acp/dsh-acp/capabilities/jsworker"
 	"github.com/dsh-acp/dsh-acp/internal/jsonx"
 	"github.com/dsh-acp/dsh-acp/session"
 )
@@ -41,11 +40,9 @@ type Dispatch struct {
 
 // Limits of a run (subagents-workflows § 5).
 const (
-	DefaultCompute  = 60 * time.Second
-	DefaultWall     = 600 * time.Second
-	DefaultLogBytes = 65536
-	DefaultValueLen = 32768
-	summaryChars    = 200
+	DefaultCompute = 60 * time.Second
+	DefaultWall    = 600 * time.Second
+	summaryChars   = 200
 )
 
 // Tool is run_code.
@@ -60,6 +57,9 @@ type Tool struct {
 	// while it runs (the default composition's card); upstream shows
 	// nothing.
 	Progress bool
+	// Programs runs the programs (nil: run_code fails with a clear
+	// error).
+	Programs *jsworker.Pool
 }
 
 // Name implements capabilities.Tool.
@@ -109,11 +109,7 @@ func (Tool) PresentResult(_ json.RawMessage, r session.ToolResult) capabilities.
 }
 
 // LogEntry is one captured output entry.
-type LogEntry struct {
-	Source string `json:"source"`
-	Level  string `json:"level,omitempty"`
-	Text   string `json:"text"`
-}
+type LogEntry = jsproto.Log
 
 // runFailed is the tool's failure: CodeRunFailedError.
 func runFailed(kind, msg string, logs []LogEntry) error {
@@ -132,25 +128,6 @@ func joinLogs(logs []LogEntry) string {
 	return strings.Join(lines, "\n")
 }
 
-// Transform turns the program (TypeScript, a function body) into a
-// JavaScript async function expression goja runs. A syntax error names
-// the program's line and column.
-func Transform(code string) (string, error) {
-	if err := nonErasable(code); err != nil {
-		return "", err
-	}
-	const head = "(async function (tools, console, process) {\n"
-	res := api.Transform(head+code+"\n})", api.TransformOptions{Loader: api.LoaderTS, Target: api.ES2017, Sourcefile: "program.ts"})
-	if len(res.Errors) > 0 {
-		m := res.Errors[0]
-		if m.Location != nil {
-			return "", fmt.Errorf("SyntaxError: %s (line %d, column %d)", m.Text, m.Location.Line-1, m.Location.Column+1)
-		}
-		return "", errors.New("SyntaxError: " + m.Text)
-	}
-	return strings.TrimRight(string(res.Code), ";\n"), nil
-}
-
 // Run implements capabilities.Tool.
 func (t Tool) Run(ctx context.Context, call *capabilities.Call) (capabilities.Result, error) {
 	var a struct {
@@ -159,165 +136,59 @@ func (t Tool) Run(ctx context.Context, call *capabilities.Call) (capabilities.Re
 	if err := json.Unmarshal(call.Args, &a); err != nil {
 		return capabilities.Result{}, err
 	}
-	d := capabilities.HostOf(call.Session).Dispatcher
-	r := &program{tool: t, call: call, dispatcher: d, realm: jsrt.New()}
-	defer r.realm.Close()
-	return r.run(ctx, a.Code)
-}
-
-// program is one run_code run.
-type program struct {
-	tool       Tool
-	call       *capabilities.Call
-	dispatcher capabilities.Dispatcher
-	realm      *jsrt.Realm
-
-	logs     []LogEntry
-	logBytes int
-	cut      bool
-
-	mu         sync.Mutex // serializes dispatches (they run one at a time, in call order)
-	dispatches int
-	inflight   int
-	shown      []string      // progress lines: one per dispatch
-	prev       chan struct{} // closed when the latest dispatch finished (realm goroutine only)
-}
-
-func (p *program) run(ctx context.Context, code string) (capabilities.Result, error) {
-	compute, wall := p.tool.Compute, p.tool.Wall
+	if t.Programs == nil {
+		return capabilities.Result{}, errors.New("run_code: no program worker is configured")
+	}
+	compute, wall := t.Compute, t.Wall
 	if compute <= 0 {
 		compute = DefaultCompute
 	}
 	if wall <= 0 {
 		wall = DefaultWall
 	}
-	js, err := Transform(code)
-	if err != nil {
-		return capabilities.Result{}, runFailed("exception", err.Error(), nil)
+	var names []string
+	for _, tool := range t.Tools {
+		if tool.Name() != Name {
+			names = append(names, tool.Name())
+		}
 	}
-	prog, err := goja.Compile("program.js", js, true)
-	if err != nil {
-		return capabilities.Result{}, runFailed("exception", err.Error(), nil)
-	}
-	wctx, cancel := context.WithTimeoutCause(ctx, wall, errWall)
+	// Dispatches end with the run: at the wall-clock limit, or when the
+	// program ended with calls still in flight.
+	dctx, cancel := context.WithTimeout(ctx, wall)
 	defer cancel()
-	p.realm.JobLimit = compute
-	fn, err := p.realm.RunSlice(prog, compute)
+	p := &program{tool: t, call: call, dispatcher: capabilities.HostOf(call.Session).Dispatcher}
+	d, err := t.Programs.Run(ctx, jsproto.Run{Kind: jsproto.KindCode, Source: a.Code, Tools: names,
+		ComputeMS: compute.Milliseconds(), MaxDepth: jsproto.DefaultMaxDepth}, jsworker.Limits{Wall: wall},
+		func(m jsproto.Message, answer func(jsproto.Reply)) { p.request(dctx, m, answer) })
 	if err != nil {
-		return capabilities.Result{}, runFailed("exception", err.Error(), nil)
+		return capabilities.Result{}, fmt.Errorf("run_code: %w", err)
 	}
-	f, _ := goja.AssertFunction(fn)
-	var v goja.Value
-	stop := context.AfterFunc(wctx, func() { p.realm.Interrupt(context.Cause(wctx)) })
-	var callErr error
-	_, callErr = p.slice(compute, func() (goja.Value, error) {
-		var e error
-		v, e = f(goja.Undefined(), p.toolsObject(wctx), p.console(), p.process())
-		return v, e
-	})
-	stop()
-	if callErr != nil {
-		return capabilities.Result{}, p.failure(wctx, ctx, callErr)
+	if d.Fail != "" {
+		return capabilities.Result{}, failure(ctx, d)
 	}
-	promise, ok := v.Export().(*goja.Promise)
-	if !ok {
-		return capabilities.Result{}, runFailed("exception", "the program did not run as an async function", p.logs)
-	}
-	settled, err := p.realm.Await(wctx, promise, func() bool {
-		p.mu.Lock()
-		defer p.mu.Unlock()
-		return p.inflight == 0
-	})
-	if err != nil {
-		return capabilities.Result{}, p.failure(wctx, ctx, err)
-	}
-	if settled.Rejected {
-		return capabilities.Result{}, runFailed("exception", p.thrown(settled.Value), p.logs)
-	}
-	var parts []string
-	if len(p.logs) > 0 {
-		parts = append(parts, joinLogs(p.logs))
-	}
-	if !goja.IsUndefined(settled.Value) {
-		parts = append(parts, cutValue(render(settled.Value)))
-	}
-	text := strings.Join(parts, "\n")
-	if text == "" {
-		text = "(run_code completed with no output)"
-	}
-	logs := p.logs
+	logs := d.Logs
 	if logs == nil {
 		logs = []LogEntry{}
 	}
 	meta := jsonx.MustMarshal(struct {
 		Logs       []LogEntry `json:"logs"`
 		Dispatches int        `json:"dispatches"`
-	}{logs, p.dispatches})
-	return capabilities.Result{Content: []session.Block{session.TextBlock(text)}, Meta: meta}, nil
+	}{logs, d.Calls})
+	return capabilities.Result{Content: []session.Block{session.TextBlock(d.Text)}, Meta: meta}, nil
 }
 
 var errWall = errors.New("the program ran past its wall-clock limit")
 
-// slice runs f as a synchronous stretch bounded by the compute limit.
-func (p *program) slice(limit time.Duration, f func() (goja.Value, error)) (goja.Value, error) {
-	t := time.AfterFunc(limit, func() { p.realm.Interrupt(jsrt.ErrSliceLimit) })
-	defer func() {
-		t.Stop()
-		p.realm.VM.ClearInterrupt()
-	}()
-	v, err := f()
-	var ie *goja.InterruptedError
-	if errors.As(err, &ie) {
-		if e, ok := ie.Value().(error); ok {
-			return nil, e
-		}
-	}
-	return v, err
-}
-
-// failure maps a run error to the tool's failure kinds.
-func (p *program) failure(wctx, parent context.Context, err error) error {
+// failure maps a failed run to the tool's failure kinds: exception,
+// timeout, abort, and the worker's memory and crash.
+func failure(ctx context.Context, d jsproto.Done) error {
 	switch {
-	case parent.Err() != nil:
-		return runFailed("abort", "the run was cancelled: "+context.Cause(parent).Error(), p.logs)
-	case errors.Is(err, jsrt.ErrSliceLimit):
-		return runFailed("timeout", fmt.Sprintf("the program computed for more than %s without yielding", p.compute()), p.logs)
-	case wctx.Err() != nil || errors.Is(err, errWall):
-		return runFailed("timeout", errWall.Error(), p.logs)
-	case errors.Is(err, jsrt.ErrStalled):
-		return runFailed("exception", "the program awaits a promise that nothing can settle", p.logs)
+	case ctx.Err() != nil:
+		return runFailed("abort", "the run was cancelled: "+context.Cause(ctx).Error(), d.Logs)
+	case d.Fail == jsproto.FailWall:
+		return runFailed("timeout", errWall.Error(), d.Logs)
+	case d.Fail == jsproto.FailCancelled:
+		return runFailed("abort", "the run was cancelled: "+d.Message, d.Logs)
 	}
-	var ex *goja.Exception
-	if errors.As(err, &ex) {
-		return runFailed("exception", p.thrown(ex.Value()), p.logs)
-	}
-	return runFailed("exception", err.Error(), p.logs)
-}
-
-func (p *program) compute() time.Duration {
-	if p.tool.Compute > 0 {
-		return p.tool.Compute
-	}
-	return DefaultCompute
-}
-
-// cutValue bounds the rendered return value.
-func cutValue(s string) string {
-	if len(s) <= DefaultValueLen {
-		return s
-	}
-	cut := DefaultValueLen
-	for cut > 0 && (s[cut]&0xC0) == 0x80 {
-		cut--
-	}
-	return s[:cut] + fmt.Sprintf("\n… [value truncated: %d more bytes]", len(s)-cut)
-}
-
-// thrown renders a thrown value: "<name>: <message>" for an Error, the
-// string itself, else the value inspected.
-func (p *program) thrown(v goja.Value) string {
-	if o, ok := v.(*goja.Object); ok && o.ClassName() == "Error" {
-		return p.realm.ErrorText(v)
-	}
-	return render(v)
+	return runFailed(d.Fail, d.Message, d.Logs)
 }

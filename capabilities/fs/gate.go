@@ -132,7 +132,7 @@ func (g *ModeGate) Check(ctx context.Context, a Access) (bool, error) {
 		return false, refuse(", and the call has no session to ask through")
 	}
 	req := approval.Request{ToolName: string(a.Op), CallID: a.Call.CallID, Reason: string(a.Op) + " " + quote(a.Path) + ": " + why,
-		Scope: approval.ScopeWrites}
+		Scope: approval.ScopeWrites, Action: string(a.Op) + " " + a.Path}
 	switch {
 	case a.Special != "":
 		req.Scope = approval.ScopeCall

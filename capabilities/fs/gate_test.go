@@ -170,7 +170,7 @@ func checkGate(t *testing.T, mode string, inside bool, op Op, out approval.Outco
 	if out == "never" {
 		require.Empty(t, g.answers.seen, "the policy answers, nobody is asked")
 	} else {
-		want := approval.Request{ToolName: string(op), CallID: callID, Reason: reason, Scope: approval.ScopeWrites}
+		want := approval.Request{ToolName: string(op), CallID: callID, Reason: reason, Scope: approval.ScopeWrites, Action: string(op) + " " + p}
 		if !inside {
 			want.Scope, want.Subject = approval.ScopeFolder, filepath.Dir(p)
 		}

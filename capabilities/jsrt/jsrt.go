@@ -96,11 +96,12 @@ var ErrSliceLimit = errors.New("the synchronous slice ran over its time limit")
 // interrupted after limit (0: no limit). A slice cut off by the limit
 // returns an error wrapping ErrSliceLimit.
 func (r *Realm) RunSlice(prog *goja.Program, limit time.Duration) (goja.Value, error) {
-	return r.slice(limit, func() (goja.Value, error) { return r.VM.RunProgram(prog) })
+	return r.Slice(limit, func() (goja.Value, error) { return r.VM.RunProgram(prog) })
 }
 
-// slice runs f with the slice limit armed.
-func (r *Realm) slice(limit time.Duration, f func() (goja.Value, error)) (goja.Value, error) {
+// Slice runs f (a call into the realm) as one synchronous slice with the
+// limit armed, like RunSlice.
+func (r *Realm) Slice(limit time.Duration, f func() (goja.Value, error)) (goja.Value, error) {
 	if limit > 0 {
 		t := time.AfterFunc(limit, func() { r.VM.Interrupt(ErrSliceLimit) })
 		defer func() {

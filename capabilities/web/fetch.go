@@ -14,9 +14,6 @@ import (
 	"time"
 	"unicode/utf8"
 
-	"codeberg.org/readeck/go-readability/v2"
-	htmltomarkdown "github.com/JohannesKaufmann/html-to-markdown/v2"
-
 	"github.com/dsh-acp/dsh-acp/approval"
 	"github.com/dsh-acp/dsh-acp/capabilities"
 )
@@ -91,7 +88,7 @@ func (f *Fetch) Run(ctx context.Context, call *capabilities.Call) (capabilities.
 		}
 		return capabilities.Result{}, err
 	}
-	return capabilities.TextResult(page.render(a.Raw, f.opts.MaxBytes)), nil
+	return capabilities.TextResult(page.render(ctx, f.opts.Markdown, a.Raw, f.opts.MaxBytes)), nil
 }
 
 // permit judges a request to u (the first one of a fetch, or a redirect
@@ -237,7 +234,7 @@ func guardedTransport(rt http.RoundTripper) (*http.Transport, error) {
 }
 
 // render turns the page into the tool's text.
-func (p *page) render(raw bool, limit int64) string {
+func (p *page) render(ctx context.Context, convert Markdown, raw bool, limit int64) string {
 	media, params, _ := mime.ParseMediaType(p.contentType)
 	if media == "" {
 		media = http.DetectContentType(p.body)
@@ -251,7 +248,7 @@ func (p *page) render(raw bool, limit int64) string {
 	var body string
 	switch {
 	case media == "text/html" || media == "application/xhtml+xml":
-		title, md := markdown(p.body, p.url, raw)
+		title, md := markdown(ctx, convert, p.body, p.url, raw)
 		if title != "" {
 			fmt.Fprintf(&b, "Title: %s\n", title)
 		}
@@ -298,20 +295,13 @@ func decode(body []byte, _ string) string {
 	return strings.ToValidUTF8(string(body), "\uFFFD")
 }
 
-// markdown extracts the page's article (unless raw) and converts it.
-func markdown(body []byte, u *url.URL, raw bool) (title, md string) {
-	src := body
-	if !raw {
-		if art, err := readability.FromReader(bytes.NewReader(body), u); err == nil && art.Node != nil {
-			var h bytes.Buffer
-			if err := art.RenderHTML(&h); err == nil && h.Len() > 0 {
-				src, title = h.Bytes(), art.Title()
-			}
+// markdown converts the page with convert, or shows its text when there
+// is no converter or the conversion failed.
+func markdown(ctx context.Context, convert Markdown, body []byte, u *url.URL, raw bool) (title, md string) {
+	if convert != nil {
+		if title, md, err := convert(ctx, body, u, raw); err == nil {
+			return title, md
 		}
 	}
-	out, err := htmltomarkdown.ConvertString(strings.ToValidUTF8(string(src), "\uFFFD"))
-	if err != nil {
-		return title, strings.ToValidUTF8(string(body), "\uFFFD")
-	}
-	return title, out
+	return "", strings.ToValidUTF8(string(body), "\uFFFD")
 }

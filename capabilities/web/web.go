@@ -8,6 +8,7 @@ import (
 	"context"
 	"net"
 	"net/http"
+	"net/url"
 	"time"
 
 	"github.com/dsh-acp/dsh-acp/approval"
@@ -52,6 +53,9 @@ type Options struct {
 	UserAgent string
 	// Search answers web_search (nil: the tool is not mounted).
 	Search Provider
+	// Markdown converts HTML pages (package htmlmd, in the program
+	// worker; nil: pages come back as their HTML text).
+	Markdown Markdown
 	// Resolver looks up the hosts fetched (nil: net.DefaultResolver).
 	// Private destinations are judged on what it returns.
 	Resolver Resolver
@@ -64,6 +68,10 @@ type Options struct {
 	// without one it is refused.
 	AllowPrivate bool
 }
+
+// Markdown turns an HTML page into its title and markdown (raw: the whole
+// page, not only its article).
+type Markdown func(ctx context.Context, body []byte, u *url.URL, raw bool) (title, md string, err error)
 
 func (o Options) withDefaults() Options {
 	if o.MaxBytes <= 0 {

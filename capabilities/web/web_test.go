@@ -7,6 +7,7 @@ import (
 	"net"
 	"net/http"
 	"net/http/httptest"
+	"net/url"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -16,6 +17,7 @@ import (
 
 	"github.com/dsh-acp/dsh-acp/approval"
 	"github.com/dsh-acp/dsh-acp/capabilities"
+	"github.com/dsh-acp/dsh-acp/capabilities/web/htmlmd"
 	"github.com/dsh-acp/dsh-acp/session"
 )
 
@@ -63,6 +65,13 @@ const article = `<!doctype html><html><head><title>Gophers</title></head><body>
 <p>Go's mascot is a gopher, drawn by Renée French, and it appears in <a href="/docs">the documentation</a> and on <strong>many</strong> conference stickers.</p>
 </article><footer>© 2026</footer></body></html>`
 
+// convertHere converts in the test's process (the agent converts in its
+// program worker, with the same package).
+func convertHere(_ context.Context, body []byte, u *url.URL, raw bool) (string, string, error) {
+	title, md := htmlmd.Convert(body, u, raw)
+	return title, md, nil
+}
+
 func TestFetchTurnsHTMLIntoMarkdown(t *testing.T) {
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		switch r.URL.Path {
@@ -77,7 +86,7 @@ func TestFetchTurnsHTMLIntoMarkdown(t *testing.T) {
 		}
 	}))
 	defer srv.Close()
-	tools := New(Options{AllowPrivate: true}) // the test server is on loopback
+	tools := New(Options{AllowPrivate: true, Markdown: convertHere}) // the test server is on loopback
 	out := exec(t, tools, newEnv(), "web_fetch", fetchArgsJSON(srv.URL+"/page"))
 	require.False(t, out.IsError, text(out))
 	got := text(out)

@@ -5,8 +5,10 @@ import (
 	"testing"
 
 	"github.com/dsh-acp/dsh-acp/capabilities"
+	"github.com/dsh-acp/dsh-acp/capabilities/jsworker"
 	"github.com/dsh-acp/dsh-acp/capabilities/subagent/childtest"
 	"github.com/dsh-acp/dsh-acp/capabilities/workflow"
+	"github.com/dsh-acp/dsh-acp/internal/workertest"
 )
 
 // BenchmarkParallel16 is one workflow run with 16 children in parallel
@@ -16,13 +18,14 @@ func BenchmarkParallel16(b *testing.B) {
 		"memory": childtest.NewMemory, "jsonl": childtest.New,
 	} {
 		b.Run(name, func(b *testing.B) {
+			pool := workertest.Pool(b, jsworker.Options{})
 			env := mk(b, model, func(capabilities.Env) []capabilities.Tool { return nil })
 			parent := env.Session(b)
 			script := `return (await parallel(Array.from({length: 16}, (_, i) => () => agent("ECHO " + i)))).length`
 			b.ReportAllocs()
 			b.ResetTimer()
 			for b.Loop() {
-				out, err := workflow.Config{Concurrency: 16}.Run(context.Background(), parent, script, nil)
+				out, err := workflow.Config{Concurrency: 16}.Run(context.Background(), pool, parent, script, nil)
 				if err != nil || out.Value != "16" {
 					b.Fatalf("%v %+v", err, out)
 				}
@@ -37,9 +40,10 @@ func BenchmarkParallel16(b *testing.B) {
 func BenchmarkRealmStart(b *testing.B) {
 	env := childtest.NewMemory(b, model, func(capabilities.Env) []capabilities.Tool { return nil })
 	parent := env.Session(b)
+	pool := workertest.Pool(b, jsworker.Options{})
 	b.ReportAllocs()
 	for b.Loop() {
-		if _, err := (workflow.Config{}).Run(context.Background(), parent, `return {ok: true}`, nil); err != nil {
+		if _, err := (workflow.Config{}).Run(context.Background(), pool, parent, `return {ok: true}`, nil); err != nil {
 			b.Fatal(err)
 		}
 	}

@@ -1,7 +1,8 @@
 // Package workflow is the workflow tool (tools § 11, subagents-workflows
 // § 4): the model writes a JavaScript body that orchestrates child agents
-// with agent, parallel, pipeline, phase, log and args, run on dop251/goja
-// (package jsrt), one realm per run.
+// with agent, parallel, pipeline, phase, log and args. The script runs in
+// the program worker (package jsworker; its engine is package script, on
+// goja); every agent() call comes back here and starts the child.
 package workflow
 
 import (
@@ -15,6 +16,7 @@ import (
 	"unicode/utf16"
 
 	"github.com/dsh-acp/dsh-acp/capabilities"
+	"github.com/dsh-acp/dsh-acp/capabilities/jsworker"
 	"github.com/dsh-acp/dsh-acp/internal/jsonx"
 	"github.com/dsh-acp/dsh-acp/session"
 )
@@ -35,6 +37,8 @@ type Tool struct {
 	// Progress logs the run's agents as tool/progress while it runs (the
 	// default composition's live card); upstream shows nothing.
 	Progress bool
+	// Programs runs the scripts (nil: the tool fails with a clear error).
+	Programs *jsworker.Pool
 }
 
 // Name implements capabilities.Tool.
@@ -114,7 +118,7 @@ func (t Tool) Run(ctx context.Context, call *capabilities.Call) (capabilities.Re
 	if t.Progress && call.Session != nil && call.Session.Log() != nil {
 		cfg.OnAgent = progress(call, cfg.OnAgent)
 	}
-	out, err := cfg.Run(ctx, sp, a.Script, a.Args)
+	out, err := cfg.Run(ctx, t.Programs, sp, a.Script, a.Args)
 	if err != nil {
 		return capabilities.Result{}, err
 	}

@@ -1,8 +1,6 @@
-package code
+package program
 
 import (
-	"context"
-	"encoding/json"
 	"fmt"
 	"math"
 	"strconv"
@@ -10,24 +8,20 @@ import (
 
 	"github.com/dop251/goja"
 
-	"github.com/dsh-acp/dsh-acp/session"
+	"github.com/dsh-acp/dsh-acp/capabilities/jsproto"
 )
 
 // toolsObject is the tools global: one async function per callable tool;
 // any other name is a function that throws a TypeError naming the
 // callable set.
-func (p *program) toolsObject(ctx context.Context) *goja.Object {
+func (p *program) toolsObject() *goja.Object {
 	vm := p.realm.VM
 	fns := map[string]goja.Value{}
 	var names []string
-	for _, t := range p.tool.Tools {
-		name := t.Name()
-		if name == Name {
-			continue
-		}
+	for _, name := range p.run.Tools {
 		names = append(names, name)
 		fns[name] = vm.ToValue(func(call goja.FunctionCall) goja.Value {
-			return p.dispatch(ctx, name, call.Argument(0))
+			return p.dispatch(name, call.Argument(0))
 		})
 	}
 	return vm.NewDynamicObject(&toolSet{vm: vm, fns: fns, names: names})
@@ -57,7 +51,8 @@ func (t *toolSet) Keys() []string              { return t.names }
 
 // dispatch is one tools.<name>(args) call: a promise settled with the
 // tool's text (rejected with an Error carrying it when the tool failed).
-func (p *program) dispatch(ctx context.Context, name string, args goja.Value) goja.Value {
+// The call goes to the agent, which runs them one at a time in call order.
+func (p *program) dispatch(name string, args goja.Value) goja.Value {
 	vm := p.realm.VM
 	if goja.IsUndefined(args) {
 		args = vm.NewObject()
@@ -70,74 +65,20 @@ func (p *program) dispatch(ctx context.Context, name string, args goja.Value) go
 		panic(vm.NewTypeError(fmt.Sprintf("tools.%s() arguments must be JSON-serializable", name)))
 	}
 	promise, resolve, reject := vm.NewPromise()
-	p.mu.Lock()
 	p.dispatches++
-	n := p.dispatches
-	p.inflight++
-	p.mu.Unlock()
-	subID := fmt.Sprintf("%s:code:%d", p.call.CallID, n)
-	prev, done := p.prev, make(chan struct{})
-	p.prev = done
-	go func() {
-		// One at a time, in call order: the n-th waits for the (n-1)-th.
-		if prev != nil {
-			<-prev
-		}
-		out := p.runOne(ctx, subID, name, text)
-		close(done)
+	p.inflight.Add(1)
+	p.host.Call(jsproto.Call{ID: int64(p.dispatches), Name: name, Args: text}, func(r jsproto.Reply) {
 		p.realm.Post(func() error {
-			p.mu.Lock()
-			p.inflight--
-			p.mu.Unlock()
-			if out.isError {
-				errObj := vm.NewGoError(fmt.Errorf("%s", out.text))
+			p.inflight.Add(-1)
+			if r.IsError {
+				errObj := vm.NewGoError(fmt.Errorf("%s", r.Text))
 				_ = errObj.Set("name", "Error")
 				return reject(errObj)
 			}
-			return resolve(out.text)
+			return resolve(r.Text)
 		})
-	}()
+	})
 	return vm.ToValue(promise)
-}
-
-type dispatched struct {
-	text    string
-	isError bool
-}
-
-// runOne dispatches a call through the session's pipeline and logs it.
-func (p *program) runOne(ctx context.Context, subID, name, args string) dispatched {
-	if p.dispatcher == nil {
-		return dispatched{text: "Error: run_code requires a calling agent to dispatch tools", isError: true}
-	}
-	out := p.dispatcher.Dispatch(ctx, p.call.CallID, subID, name, args)
-	text := resultText(out.Content)
-	summary := text
-	if r := []rune(summary); len(r) > summaryChars {
-		summary = string(r[:summaryChars]) + "…"
-	}
-	if p.call.Session != nil && p.call.Session.Log() != nil {
-		log := p.call.Session.Log()
-		log.Append(TypeDispatch, Dispatch{ParentCallID: p.call.CallID, SubCallID: subID, Name: name,
-			Arguments: json.RawMessage(args), IsError: out.IsError, ResultSummary: summary})
-		if p.tool.Progress {
-			p.progress(log, name, args, out.IsError)
-		}
-	}
-	return dispatched{text: text, isError: out.IsError}
-}
-
-// resultText joins a result's blocks: text as is, others as "[<type> content]".
-func resultText(content []session.Block) string {
-	parts := make([]string, 0, len(content))
-	for _, b := range content {
-		if b.Type == session.BlockText {
-			parts = append(parts, b.Text)
-		} else {
-			parts = append(parts, "["+b.Type+" content]")
-		}
-	}
-	return strings.Join(parts, "\n")
 }
 
 // console is the console global: log/info/warn/error/debug captured.
@@ -156,7 +97,7 @@ func (p *program) console() *goja.Object {
 				}
 				parts[i] = inspect(a, 0, map[*goja.Object]bool{})
 			}
-			p.capture(LogEntry{Source: "console", Level: level, Text: strings.Join(parts, " ")})
+			p.capture(jsproto.Log{Source: "console", Level: level, Text: strings.Join(parts, " ")})
 			return goja.Undefined()
 		})
 	}
@@ -165,13 +106,13 @@ func (p *program) console() *goja.Object {
 
 // capture records a log entry within the log budget; past it, one
 // truncation marker.
-func (p *program) capture(e LogEntry) {
+func (p *program) capture(e jsproto.Log) {
 	if p.cut {
 		return
 	}
 	if p.logBytes+len(e.Text) > DefaultLogBytes {
 		p.cut = true
-		p.logs = append(p.logs, LogEntry{Source: e.Source, Level: e.Level,
+		p.logs = append(p.logs, jsproto.Log{Source: e.Source, Level: e.Level,
 			Text: fmt.Sprintf("[output truncated: the program logged more than %d bytes]", DefaultLogBytes)})
 		return
 	}
@@ -277,49 +218,6 @@ func identifier(s string) bool {
 	return true
 }
 
-// progress logs the dispatches so far as the run_code call's card content:
-// one line per tools.<name> call, in call order (✓ done, ✗ failed), with
-// its main argument.
-func (p *program) progress(log *session.Log, name, args string, failed bool) {
-	mark := "✓ "
-	if failed {
-		mark = "✗ "
-	}
-	line := mark + name
-	var a map[string]any
-	if json.Unmarshal([]byte(args), &a) == nil {
-		for _, k := range []string{"command", "file_path", "path", "pattern", "url", "query", "description"} {
-			if s, ok := a[k].(string); ok && s != "" {
-				first, _, _ := strings.Cut(s, "\n")
-				if r := []rune(first); len(r) > 80 {
-					first = string(r[:79]) + "…"
-				}
-				line += ": " + first
-				break
-			}
-		}
-	}
-	p.mu.Lock()
-	p.shown = append(p.shown, line)
-	lines := p.shown
-	if len(lines) > 12 {
-		lines = append([]string{fmt.Sprintf("… %d earlier calls", len(lines)-12)}, lines[len(lines)-12:]...)
-	}
-	text := strings.Join(lines, "\n")
-	p.mu.Unlock()
-	turn, step := 0, 0
-	events := log.Events()
-	for i := len(events) - 1; i >= 0; i-- {
-		var tc session.ToolCall
-		if events[i].Type == session.TypeToolCall && events[i].Decode(&tc) == nil && tc.CallID == p.call.CallID {
-			turn, step = tc.Turn, tc.Step
-			break
-		}
-	}
-	log.Append(session.TypeToolProgress, session.ToolProgress{Turn: turn, Step: step, CallID: p.call.CallID,
-		Content: []session.Block{session.TextBlock(text)}})
-}
-
 // process is a minimal process object: process.stdout.write and
 // process.stderr.write capture {source: "stdout"|"stderr", text}; nothing
 // else of a host process is there.
@@ -334,7 +232,7 @@ func (p *program) process() *goja.Object {
 			if _, isObj := a.(*goja.Object); isObj {
 				text = inspect(a, 1, map[*goja.Object]bool{})
 			}
-			p.capture(LogEntry{Source: src, Text: text})
+			p.capture(jsproto.Log{Source: src, Text: text})
 			return vm.ToValue(true)
 		})
 		_ = proc.Set(src, stream)
