@@ -189,7 +189,7 @@ func (s *Session) runSteps(ctx context.Context, turn int) session.EndReason {
 		}
 		hdr := s.header()
 		r := s.derive()
-		msgs, seqs, err := r.messages()
+		msgs, _, err := r.messages()
 		prev, hasPrev := r.hdr, r.hasHdr
 		if err == nil && s.rt.cfg.CheckDerivation {
 			err = s.checkDerivation(r)

@@ -127,13 +127,6 @@ func (t *trustedFile) has(project, v string) bool {
 	return t.view().has(project, v)
 }
 
-// get returns the values trusted for project.
-func (t *trustedFile) get(project string) []string {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	return slices.Clone(t.view()[project])
-}
-
 // update changes what is trusted with fn and writes it (atomically: temp
 // file, rename), which also drops from the file whatever it gained behind
 // this process's back. fn reports whether anything changed (nothing is

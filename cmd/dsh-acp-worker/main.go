@@ -50,7 +50,7 @@ func main() {
 	if err := conn.Send(jsproto.Message{Type: jsproto.TypeReady}); err != nil {
 		os.Exit(1)
 	}
-	if err := serve(conn); err != nil && !errors.Is(err, io.EOF) {
+	if err := serve(conn); !errors.Is(err, io.EOF) {
 		fmt.Fprintln(os.Stderr, "dsh-acp-worker:", err)
 		os.Exit(1)
 	}
@@ -64,7 +64,6 @@ type worker struct {
 	mu      sync.Mutex
 	cancel  context.CancelCauseFunc // the running program's; nil when idle
 	replies map[int64]func(jsproto.Reply)
-	done    chan struct{}
 }
 
 // serve reads messages until the agent closes stdin.

@@ -49,9 +49,10 @@ func Build(dir string, tags string) (string, error) {
 		name += ".exe"
 	}
 	out := filepath.Join(dir, name)
+	// go test puts its own toolchain first on PATH.
 	goTool, err := exec.LookPath("go")
 	if err != nil {
-		goTool = filepath.Join(runtime.GOROOT(), "bin", "go")
+		return "", fmt.Errorf("building the worker needs the go command: %w", err)
 	}
 	args := []string{"build", "-o", out}
 	if tags != "" {
