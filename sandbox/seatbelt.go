@@ -140,10 +140,11 @@ func (s *Seatbelt) Profile(policy Policy) (string, []SeatbeltParam) {
 	addDeny("PROTECTED_", "file-write*", policy.Protected)
 	addDeny("HIDDEN_", "file-read* file-write*", policy.Hidden)
 	if policy.NoNetwork {
-		// Only the command's own loopback and local sockets, like the
-		// network namespace of the Linux backends.
-		forms = append(forms, "(deny network*)", `(allow network* (local ip "localhost:*"))`,
-			`(allow network* (remote ip "localhost:*"))`, "(allow network* (remote unix-socket))")
+		// Local unix sockets only. Unlike a Linux network namespace,
+		// which gives the command a loopback of its own, the Mac's
+		// loopback is the host's: its services (databases, dev servers)
+		// would be reachable, so loopback is denied too.
+		forms = append(forms, "(deny network*)", "(allow network* (remote unix-socket))")
 	}
 	return strings.Join(forms, "\n") + "\n", params
 }
