@@ -2,73 +2,43 @@
 
 package bash
 
-import (
-	"strconv"
-	"syscall"
-)
+import "syscall"
 
-// SignalName returns the conventional uppercase name of sig ("SIGKILL").
-// Signals without a well-known name are "SIG<number>".
-func SignalName(sig syscall.Signal) string {
+// systemSignalName names the Unix signals beyond the portable ones.
+func systemSignalName(sig syscall.Signal) (string, bool) {
 	switch sig {
-	case syscall.SIGHUP:
-		return "SIGHUP"
-	case syscall.SIGINT:
-		return "SIGINT"
-	case syscall.SIGQUIT:
-		return "SIGQUIT"
-	case syscall.SIGILL:
-		return "SIGILL"
-	case syscall.SIGTRAP:
-		return "SIGTRAP"
-	case syscall.SIGABRT:
-		return "SIGABRT"
-	case syscall.SIGBUS:
-		return "SIGBUS"
-	case syscall.SIGFPE:
-		return "SIGFPE"
-	case syscall.SIGKILL:
-		return "SIGKILL"
 	case syscall.SIGUSR1:
-		return "SIGUSR1"
-	case syscall.SIGSEGV:
-		return "SIGSEGV"
+		return "SIGUSR1", true
 	case syscall.SIGUSR2:
-		return "SIGUSR2"
-	case syscall.SIGPIPE:
-		return "SIGPIPE"
-	case syscall.SIGALRM:
-		return "SIGALRM"
-	case syscall.SIGTERM:
-		return "SIGTERM"
+		return "SIGUSR2", true
 	case syscall.SIGCHLD:
-		return "SIGCHLD"
+		return "SIGCHLD", true
 	case syscall.SIGCONT:
-		return "SIGCONT"
+		return "SIGCONT", true
 	case syscall.SIGSTOP:
-		return "SIGSTOP"
+		return "SIGSTOP", true
 	case syscall.SIGTSTP:
-		return "SIGTSTP"
+		return "SIGTSTP", true
 	case syscall.SIGTTIN:
-		return "SIGTTIN"
+		return "SIGTTIN", true
 	case syscall.SIGTTOU:
-		return "SIGTTOU"
+		return "SIGTTOU", true
 	case syscall.SIGURG:
-		return "SIGURG"
+		return "SIGURG", true
 	case syscall.SIGXCPU:
-		return "SIGXCPU"
+		return "SIGXCPU", true
 	case syscall.SIGXFSZ:
-		return "SIGXFSZ"
+		return "SIGXFSZ", true
 	case syscall.SIGVTALRM:
-		return "SIGVTALRM"
+		return "SIGVTALRM", true
 	case syscall.SIGPROF:
-		return "SIGPROF"
+		return "SIGPROF", true
 	case syscall.SIGWINCH:
-		return "SIGWINCH"
+		return "SIGWINCH", true
 	case syscall.SIGIO:
-		return "SIGIO"
+		return "SIGIO", true
 	case syscall.SIGSYS:
-		return "SIGSYS"
+		return "SIGSYS", true
 	}
-	return "SIG" + strconv.Itoa(int(sig))
+	return "", false
 }
