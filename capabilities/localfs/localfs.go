@@ -64,13 +64,9 @@ var _ capabilities.Files = (*FS)(nil)
 // absolute ones included when their target lies beneath root as given or
 // beneath its real path.
 func New(root string) (*FS, error) {
-	if !filepath.IsAbs(root) {
-		return nil, fmt.Errorf("localfs: root %q is not absolute", root)
-	}
-	root = filepath.Clean(root)
-	real, err := filepath.EvalSymlinks(root)
+	root, real, err := resolveRoot(root)
 	if err != nil {
-		return nil, fmt.Errorf("localfs: resolve root: %w", err)
+		return nil, err
 	}
 	return &FS{root: root, realRoot: real, confined: true}, nil
 }

@@ -44,13 +44,9 @@ var _ capabilities.Files = (*FS)(nil)
 // compared without regard to case; others fail with
 // capabilities.ErrOutsideRoot.
 func New(root string) (*FS, error) {
-	if !filepath.IsAbs(root) {
-		return nil, fmt.Errorf("localfs: root %q is not absolute", root)
-	}
-	root = filepath.Clean(root)
-	real, err := filepath.EvalSymlinks(root)
+	root, real, err := resolveRoot(root)
 	if err != nil {
-		return nil, fmt.Errorf("localfs: resolve root: %w", err)
+		return nil, err
 	}
 	return &FS{root: root, realRoot: real, confined: true}, nil
 }
