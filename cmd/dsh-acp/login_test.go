@@ -28,18 +28,8 @@ import (
 func promptIn(t *testing.T, e map[string]string) string {
 	t.Helper()
 	s := start(t, []string{"--sessions-root", t.TempDir()}, e)
-	s.send(`{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":1,"clientCapabilities":{}}}`)
-	s.until(`"id":0`)
-	s.send(`{"jsonrpc":"2.0","id":1,"method":"session/new","params":{"cwd":` + jsonString(t.TempDir()) + `,"mcpServers":[]}}`)
-	lines := s.until(`"id":1`)
-	var r struct {
-		Result struct {
-			SessionID string `json:"sessionId"`
-		} `json:"result"`
-	}
-	require.NoError(t, json.Unmarshal([]byte(lines[len(lines)-1]), &r))
-	s.send(`{"jsonrpc":"2.0","id":2,"method":"session/prompt","params":{"sessionId":"` + r.Result.SessionID + `","prompt":[{"type":"text","text":"hi"}]}}`)
-	lines = s.until(`"id":2`)
+	_, sid := s.open(t.TempDir())
+	lines := s.prompt(sid, "hi")
 	return lines[len(lines)-1]
 }
 

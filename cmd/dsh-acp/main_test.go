@@ -119,6 +119,30 @@ func (s *editor) until(want string) []string {
 	}
 }
 
+// open initializes and opens a session in cwd, returning the initialize
+// response line and the session id.
+func (s *editor) open(cwd string) (initialized, sessionID string) {
+	s.t.Helper()
+	s.send(`{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":1,"clientCapabilities":{}}}`)
+	initialized = s.until(`"id":0`)[0]
+	s.send(`{"jsonrpc":"2.0","id":1,"method":"session/new","params":{"cwd":` + jsonString(cwd) + `,"mcpServers":[]}}`)
+	lines := s.until(`"id":1`)
+	var r struct {
+		Result struct {
+			SessionID string `json:"sessionId"`
+		} `json:"result"`
+	}
+	require.NoError(s.t, json.Unmarshal([]byte(lines[len(lines)-1]), &r))
+	return initialized, r.Result.SessionID
+}
+
+// prompt sends one text prompt (request id 2) and returns every line up
+// to its response, which is the last.
+func (s *editor) prompt(sessionID, text string) []string {
+	s.send(`{"jsonrpc":"2.0","id":2,"method":"session/prompt","params":{"sessionId":"` + sessionID + `","prompt":[{"type":"text","text":` + jsonString(text) + `}]}}`)
+	return s.until(`"id":2`)
+}
+
 func TestMissingKeyPromptIsAuthRequired(t *testing.T) {
 	cwd := t.TempDir()
 	s := start(t, []string{"--sessions-root", t.TempDir()}, map[string]string{"HOME": t.TempDir()})
@@ -184,18 +208,9 @@ func TestLiveProviderAgainstDeepSeekSSE(t *testing.T) {
 	s := start(t, []string{"--sessions-root", sessions}, map[string]string{
 		"HOME": t.TempDir(), "DEEPSEEK_API_KEY": "sk-test", "DEEPSEEK_BASE_URL": srv.URL,
 	})
-	s.send(`{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":1,"clientCapabilities":{}}}`)
-	require.Contains(t, s.until(`"id":0`)[0], `"agentInfo":{"name":"dsh-acp"`)
-	s.send(`{"jsonrpc":"2.0","id":1,"method":"session/new","params":{"cwd":"` + cwd + `","mcpServers":[]}}`)
-	lines := s.until(`"id":1`)
-	var r struct {
-		Result struct {
-			SessionID string `json:"sessionId"`
-		} `json:"result"`
-	}
-	require.NoError(t, json.Unmarshal([]byte(lines[len(lines)-1]), &r))
-	s.send(`{"jsonrpc":"2.0","id":2,"method":"session/prompt","params":{"sessionId":"` + r.Result.SessionID + `","prompt":[{"type":"text","text":"Say hello"}]}}`)
-	lines = s.until(`"id":2`)
+	initialized, sid := s.open(cwd)
+	require.Contains(t, initialized, `"agentInfo":{"name":"dsh-acp"`)
+	lines := s.prompt(sid, "Say hello")
 	require.Equal(t, `{"jsonrpc":"2.0","id":2,"result":{"stopReason":"end_turn"}}`, lines[len(lines)-1])
 	var thought, message int
 	for _, l := range lines {
@@ -220,7 +235,7 @@ func TestLiveProviderAgainstDeepSeekSSE(t *testing.T) {
 	case <-time.After(10 * time.Second):
 		t.Fatal("server did not exit at EOF")
 	}
-	files, _ := filepath.Glob(filepath.Join(sessions, "*", r.Result.SessionID+".jsonl"))
+	files, _ := filepath.Glob(filepath.Join(sessions, "*", sid+".jsonl"))
 	require.Len(t, files, 1)
 	data, err := os.ReadFile(files[0])
 	require.NoError(t, err)

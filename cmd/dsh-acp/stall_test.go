@@ -1,7 +1,6 @@
 package main
 
 import (
-	"encoding/json"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -51,18 +50,8 @@ func TestKeepAliveOnlyStreamEndsTheTurn(t *testing.T) {
 	s := start(t, []string{"--sessions-root", t.TempDir(), "--config", cfg}, map[string]string{
 		"HOME": home, "DEEPSEEK_API_KEY": "sk-test", "DEEPSEEK_BASE_URL": srv.URL,
 	})
-	s.send(`{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":1,"clientCapabilities":{}}}`)
-	s.until(`"id":0`)
-	s.send(`{"jsonrpc":"2.0","id":1,"method":"session/new","params":{"cwd":"` + cwd + `","mcpServers":[]}}`)
-	lines := s.until(`"id":1`)
-	var r struct {
-		Result struct {
-			SessionID string `json:"sessionId"`
-		} `json:"result"`
-	}
-	require.NoError(t, json.Unmarshal([]byte(lines[len(lines)-1]), &r))
-	s.send(`{"jsonrpc":"2.0","id":2,"method":"session/prompt","params":{"sessionId":"` + r.Result.SessionID + `","prompt":[{"type":"text","text":"hi"}]}}`)
-	lines = s.until(`"id":2`)
+	_, sid := s.open(cwd)
+	lines := s.prompt(sid, "hi")
 	all := strings.Join(lines, "\n")
 	require.Contains(t, all, `"text":"Hel"`, "the chunk reached the editor")
 	last := lines[len(lines)-1]
