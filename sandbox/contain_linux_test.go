@@ -9,56 +9,23 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
-	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/dsh-acp/dsh-acp/internal/netsink"
 )
 
-// listener is a loopback TCP listener that counts its connections and the
-// bytes they deliver.
-type listener struct {
-	ln           net.Listener
-	conns, bytes atomic.Int64
-}
+// listener is a loopback listener counting what confined commands send.
+type listener struct{ *netsink.Sink }
 
-func listen(t *testing.T) *listener {
-	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	l := &listener{ln: ln}
-	t.Cleanup(func() { _ = ln.Close() })
-	go func() {
-		for {
-			c, err := ln.Accept()
-			if err != nil {
-				return
-			}
-			l.conns.Add(1)
-			go func() {
-				defer c.Close()
-				buf := make([]byte, 4096)
-				for {
-					_ = c.SetReadDeadline(time.Now().Add(5 * time.Second))
-					n, err := c.Read(buf)
-					l.bytes.Add(int64(n))
-					if err != nil {
-						return
-					}
-				}
-			}()
-		}
-	}()
-	return l
-}
+func listen(t *testing.T) listener { return listener{netsink.New(t, nil)} }
 
-func (l *listener) port() string {
-	return strings.TrimPrefix(l.ln.Addr().String(), "127.0.0.1:")
+func (l listener) port() string {
+	return strings.TrimPrefix(l.Addr(), "127.0.0.1:")
 }
 
 // sendScript writes a payload to the listener with bash's /dev/tcp.
-func (l *listener) sendScript() string {
+func (l listener) sendScript() string {
 	return "exec 3<>/dev/tcp/127.0.0.1/" + l.port() + " && printf SECRET >&3 && exec 3>&-"
 }
 
@@ -79,8 +46,8 @@ func TestNoNetwork(t *testing.T) {
 					t.Fatal(err)
 				}
 				r := run(t, spawn{argv: c.Argv, setup: c.Setup}, f.root)
-				if r.code == 0 || l.conns.Load() != 0 || l.bytes.Load() != 0 {
-					t.Fatalf("%s: exit %d, %d connections, %d bytes (stderr %q)", mode, r.code, l.conns.Load(), l.bytes.Load(), r.stderr)
+				if r.code == 0 || l.Conns.Load() != 0 || l.Bytes.Load() != 0 {
+					t.Fatalf("%s: exit %d, %d connections, %d bytes (stderr %q)", mode, r.code, l.Conns.Load(), l.Bytes.Load(), r.stderr)
 				}
 				if v := c.Classify(r.code, r.stderr); !v.NetDenied || v.Denied || v.RunnerFailure {
 					t.Fatalf("%s: stderr %q: verdict %+v, want a network denial", mode, r.stderr, v)
@@ -90,11 +57,11 @@ func TestNoNetwork(t *testing.T) {
 				r = run(t, confinePolicy(t, b, policy, l.sendScript()), f.root)
 				expectOK(t, b, r)
 				deadline := time.Now().Add(5 * time.Second)
-				for l.bytes.Load() < 6 && time.Now().Before(deadline) {
+				for l.Bytes.Load() < 6 && time.Now().Before(deadline) {
 					time.Sleep(5 * time.Millisecond)
 				}
-				if l.bytes.Load() != 6 {
-					t.Fatalf("%s with network: %d bytes arrived, want 6", mode, l.bytes.Load())
+				if l.Bytes.Load() != 6 {
+					t.Fatalf("%s with network: %d bytes arrived, want 6", mode, l.Bytes.Load())
 				}
 			}
 		})
@@ -113,8 +80,8 @@ func TestNoNetworkRuleOnly(t *testing.T) {
 		script = l.sendScript()
 	}
 	r := run(t, confinePolicy(t, b, Policy{Mode: WorkspaceWrite, WorkspaceRoot: f.root, NoNetwork: true}, script), f.root)
-	if r.code == 0 || l.conns.Load() != 0 {
-		t.Fatalf("exit %d, %d connections (stderr %q)", r.code, l.conns.Load(), r.stderr)
+	if r.code == 0 || l.Conns.Load() != 0 {
+		t.Fatalf("exit %d, %d connections (stderr %q)", r.code, l.Conns.Load(), r.stderr)
 	}
 }
 
