@@ -8,8 +8,8 @@ import (
 	"sync"
 
 	"github.com/dsh-acp/dsh-acp/agent/llm"
-	"github.com/dsh-acp/dsh-acp/agent/pipeline"
 	"github.com/dsh-acp/dsh-acp/capabilities"
+	"github.com/dsh-acp/dsh-acp/capabilities/pipeline"
 	"github.com/dsh-acp/dsh-acp/session"
 )
 

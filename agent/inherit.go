@@ -3,8 +3,8 @@ package agent
 import (
 	"slices"
 
-	"github.com/dsh-acp/dsh-acp/agent/pipeline"
 	"github.com/dsh-acp/dsh-acp/approval"
+	"github.com/dsh-acp/dsh-acp/capabilities/pipeline"
 	"github.com/dsh-acp/dsh-acp/sandbox"
 )
 

@@ -12,9 +12,9 @@ import (
 	"github.com/rs/zerolog"
 
 	"github.com/dsh-acp/dsh-acp/agent/llm"
-	"github.com/dsh-acp/dsh-acp/agent/pipeline"
 	"github.com/dsh-acp/dsh-acp/approval"
 	"github.com/dsh-acp/dsh-acp/capabilities"
+	"github.com/dsh-acp/dsh-acp/capabilities/pipeline"
 	"github.com/dsh-acp/dsh-acp/sandbox"
 	"github.com/dsh-acp/dsh-acp/session"
 )

@@ -4,8 +4,8 @@ import (
 	"context"
 	"fmt"
 
-	"github.com/dsh-acp/dsh-acp/agent/pipeline"
 	"github.com/dsh-acp/dsh-acp/capabilities"
+	"github.com/dsh-acp/dsh-acp/capabilities/pipeline"
 )
 
 // codeTool is the name of the code-mode tool the tool-mode knob switches.

@@ -6,11 +6,11 @@ import (
 
 	"github.com/rs/zerolog"
 
-	"github.com/dsh-acp/dsh-acp/agent/pipeline"
 	"github.com/dsh-acp/dsh-acp/approval"
 	"github.com/dsh-acp/dsh-acp/capabilities/guard"
 	"github.com/dsh-acp/dsh-acp/capabilities/hooks"
 	"github.com/dsh-acp/dsh-acp/capabilities/instructions"
+	"github.com/dsh-acp/dsh-acp/capabilities/pipeline"
 )
 
 // Upstream hook files, relative to the launch directory (hooks contract

@@ -12,11 +12,11 @@ import (
 
 	"github.com/dsh-acp/dsh-acp/acp"
 	"github.com/dsh-acp/dsh-acp/agent"
-	"github.com/dsh-acp/dsh-acp/agent/pipeline"
 	"github.com/dsh-acp/dsh-acp/approval"
 	"github.com/dsh-acp/dsh-acp/capabilities"
 	"github.com/dsh-acp/dsh-acp/capabilities/bash"
 	"github.com/dsh-acp/dsh-acp/capabilities/mcp"
+	"github.com/dsh-acp/dsh-acp/capabilities/pipeline"
 )
 
 // mcpConnector connects the default composition's sessions to the MCP

@@ -15,10 +15,10 @@ import (
 
 	"github.com/dsh-acp/dsh-acp/acp"
 	"github.com/dsh-acp/dsh-acp/agent"
-	"github.com/dsh-acp/dsh-acp/agent/pipeline"
 	"github.com/dsh-acp/dsh-acp/approval"
 	"github.com/dsh-acp/dsh-acp/capabilities"
 	"github.com/dsh-acp/dsh-acp/capabilities/hooks"
+	"github.com/dsh-acp/dsh-acp/capabilities/pipeline"
 	"github.com/dsh-acp/dsh-acp/sandbox"
 	"github.com/dsh-acp/dsh-acp/session"
 )

@@ -5,11 +5,11 @@ import (
 	"encoding/json"
 	"testing"
 
+	"github.com/dsh-acp/dsh-acp/agent/agenttest"
 	"github.com/dsh-acp/dsh-acp/agent/llm"
 	"github.com/dsh-acp/dsh-acp/capabilities"
 	"github.com/dsh-acp/dsh-acp/capabilities/code"
 	"github.com/dsh-acp/dsh-acp/capabilities/jsworker"
-	"github.com/dsh-acp/dsh-acp/capabilities/subagent/childtest"
 	"github.com/dsh-acp/dsh-acp/internal/workertest"
 )
 
@@ -19,7 +19,7 @@ import (
 func BenchmarkProgram(b *testing.B) {
 	natives := []capabilities.Tool{echo{}}
 	tool := code.Tool{Tools: natives, Programs: workertest.Pool(b, jsworker.Options{})}
-	env := childtest.NewMemory(b, func(*llm.Request) childtest.Reply { return childtest.Reply{Text: "ok"} },
+	env := agenttest.NewMemory(b, func(*llm.Request) agenttest.Reply { return agenttest.Reply{Text: "ok"} },
 		func(capabilities.Env) []capabilities.Tool { return []capabilities.Tool{echo{}, tool} })
 	parent := env.Session(b)
 	for name, src := range map[string]string{

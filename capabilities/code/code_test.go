@@ -11,11 +11,11 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/dsh-acp/dsh-acp/agent/agenttest"
 	"github.com/dsh-acp/dsh-acp/agent/llm"
 	"github.com/dsh-acp/dsh-acp/capabilities"
 	"github.com/dsh-acp/dsh-acp/capabilities/code"
 	"github.com/dsh-acp/dsh-acp/capabilities/jsworker"
-	"github.com/dsh-acp/dsh-acp/capabilities/subagent/childtest"
 	"github.com/dsh-acp/dsh-acp/capabilities/todo"
 	"github.com/dsh-acp/dsh-acp/internal/workertest"
 	"github.com/dsh-acp/dsh-acp/session"
@@ -45,11 +45,11 @@ func (echo) Run(_ context.Context, call *capabilities.Call) (capabilities.Result
 	return capabilities.TextResult(a.Text + "\n"), nil
 }
 
-func newFixture(t *testing.T, tool code.Tool) (*childtest.Env, func(string) (capabilities.Outcome, []session.Event)) {
+func newFixture(t *testing.T, tool code.Tool) (*agenttest.Env, func(string) (capabilities.Outcome, []session.Event)) {
 	natives := []capabilities.Tool{echo{}, todo.Tool{}}
 	tool.Tools = natives
 	tool.Programs = workertest.Pool(t, jsworker.Options{})
-	env := childtest.New(t, func(*llm.Request) childtest.Reply { return childtest.Reply{Text: "ok"} },
+	env := agenttest.New(t, func(*llm.Request) agenttest.Reply { return agenttest.Reply{Text: "ok"} },
 		func(capabilities.Env) []capabilities.Tool {
 			return append(append([]capabilities.Tool(nil), natives...), tool)
 		})

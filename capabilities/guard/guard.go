@@ -15,7 +15,7 @@ import (
 	"sync"
 	"unicode/utf16"
 
-	"github.com/dsh-acp/dsh-acp/agent/pipeline"
+	"github.com/dsh-acp/dsh-acp/capabilities/pipeline"
 	"github.com/dsh-acp/dsh-acp/internal/jsonx"
 	"github.com/dsh-acp/dsh-acp/session"
 )

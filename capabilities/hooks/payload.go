@@ -7,7 +7,7 @@ import (
 	"unicode/utf16"
 	"unicode/utf8"
 
-	"github.com/dsh-acp/dsh-acp/agent/pipeline"
+	"github.com/dsh-acp/dsh-acp/capabilities/pipeline"
 	"github.com/dsh-acp/dsh-acp/internal/jsonx"
 	"github.com/dsh-acp/dsh-acp/session"
 )

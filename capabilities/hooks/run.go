@@ -11,9 +11,9 @@ import (
 	"sync"
 	"time"
 
-	"github.com/dsh-acp/dsh-acp/agent/pipeline"
 	"github.com/dsh-acp/dsh-acp/capabilities"
 	"github.com/dsh-acp/dsh-acp/capabilities/bash"
+	"github.com/dsh-acp/dsh-acp/capabilities/pipeline"
 	"github.com/dsh-acp/dsh-acp/internal/proctree"
 	"github.com/dsh-acp/dsh-acp/sandbox"
 )

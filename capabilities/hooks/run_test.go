@@ -12,8 +12,8 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/dsh-acp/dsh-acp/agent/pipeline"
 	"github.com/dsh-acp/dsh-acp/capabilities"
+	"github.com/dsh-acp/dsh-acp/capabilities/pipeline"
 	"github.com/dsh-acp/dsh-acp/internal/proctree"
 	"github.com/dsh-acp/dsh-acp/sandbox"
 )

@@ -15,9 +15,9 @@ import (
 
 	"github.com/dsh-acp/dsh-acp/agent"
 	"github.com/dsh-acp/dsh-acp/agent/llm"
-	"github.com/dsh-acp/dsh-acp/agent/pipeline"
 	"github.com/dsh-acp/dsh-acp/capabilities"
 	"github.com/dsh-acp/dsh-acp/capabilities/hooks"
+	"github.com/dsh-acp/dsh-acp/capabilities/pipeline"
 	"github.com/dsh-acp/dsh-acp/capabilities/todo"
 	"github.com/dsh-acp/dsh-acp/internal/proctree"
 	"github.com/dsh-acp/dsh-acp/session"

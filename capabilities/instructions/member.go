@@ -6,8 +6,8 @@ import (
 	"path/filepath"
 	"strings"
 
-	"github.com/dsh-acp/dsh-acp/agent/pipeline"
 	"github.com/dsh-acp/dsh-acp/capabilities"
+	"github.com/dsh-acp/dsh-acp/capabilities/pipeline"
 	"github.com/dsh-acp/dsh-acp/session"
 )
 

@@ -6,8 +6,8 @@ import (
 	"fmt"
 	"sync"
 
-	"github.com/dsh-acp/dsh-acp/agent/pipeline"
 	"github.com/dsh-acp/dsh-acp/capabilities"
+	"github.com/dsh-acp/dsh-acp/capabilities/pipeline"
 	"github.com/dsh-acp/dsh-acp/session"
 )
 

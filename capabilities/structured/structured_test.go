@@ -9,11 +9,11 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/dsh-acp/dsh-acp/agent/agenttest"
 	"github.com/dsh-acp/dsh-acp/agent/llm"
 	"github.com/dsh-acp/dsh-acp/capabilities"
 	"github.com/dsh-acp/dsh-acp/capabilities/structured"
 	"github.com/dsh-acp/dsh-acp/capabilities/subagent"
-	"github.com/dsh-acp/dsh-acp/capabilities/subagent/childtest"
 	"github.com/dsh-acp/dsh-acp/session"
 )
 
@@ -65,24 +65,24 @@ func TestValueViolationsArePathQualified(t *testing.T) {
 // structured_output with that JSON, then (after the result) tries another
 // tool; "BAD" captures invalid arguments once and then valid ones; "PROSE"
 // never captures.
-func model(req *llm.Request) childtest.Reply {
-	last := childtest.LastUser(req)
-	if childtest.LastIsToolResult(req) {
+func model(req *llm.Request) agenttest.Reply {
+	last := agenttest.LastUser(req)
+	if agenttest.LastIsToolResult(req) {
 		if strings.HasPrefix(last, "BAD") && countResults(req) == 1 {
-			return childtest.Reply{Calls: []childtest.Call{{Name: "structured_output", Args: `{"answer":"fixed"}`}}}
+			return agenttest.Reply{Calls: []agenttest.Call{{Name: "structured_output", Args: `{"answer":"fixed"}`}}}
 		}
-		return childtest.Reply{Text: "should not be asked again"}
+		return agenttest.Reply{Text: "should not be asked again"}
 	}
 	switch {
 	case strings.HasPrefix(last, "CAPTURE "):
-		return childtest.Reply{Calls: []childtest.Call{
+		return agenttest.Reply{Calls: []agenttest.Call{
 			{Name: "structured_output", Args: strings.TrimPrefix(last, "CAPTURE ")},
 			{Name: "echo", Args: `{}`},
 		}}
 	case strings.HasPrefix(last, "BAD"):
-		return childtest.Reply{Calls: []childtest.Call{{Name: "structured_output", Args: `{"answer":3}`}}}
+		return agenttest.Reply{Calls: []agenttest.Call{{Name: "structured_output", Args: `{"answer":3}`}}}
 	}
-	return childtest.Reply{Text: "plain prose"}
+	return agenttest.Reply{Text: "plain prose"}
 }
 
 func countResults(req *llm.Request) int {
@@ -119,7 +119,7 @@ func results(t *testing.T, events []session.Event) []session.ToolResult {
 }
 
 func TestStructuredChildCapturesThenStops(t *testing.T) {
-	env := childtest.New(t, model, func(capabilities.Env) []capabilities.Tool { return []capabilities.Tool{echo{}} })
+	env := agenttest.New(t, model, func(capabilities.Env) []capabilities.Tool { return []capabilities.Tool{echo{}} })
 	parent := env.Session(t)
 	schema, err := structured.Parse(json.RawMessage(`{"type":"object","properties":{"answer":{"type":"string"}},"required":["answer"]}`))
 	require.NoError(t, err)
@@ -154,7 +154,7 @@ func countSteps(events []session.Event) int {
 }
 
 func TestInvalidCaptureIsAnInvalidArgumentsError(t *testing.T) {
-	env := childtest.New(t, model, func(capabilities.Env) []capabilities.Tool { return nil })
+	env := agenttest.New(t, model, func(capabilities.Env) []capabilities.Tool { return nil })
 	parent := env.Session(t)
 	schema, err := structured.Parse(json.RawMessage(`{"type":"object","properties":{"answer":{"type":"string"}},"required":["answer"]}`))
 	require.NoError(t, err)
@@ -170,7 +170,7 @@ func TestInvalidCaptureIsAnInvalidArgumentsError(t *testing.T) {
 }
 
 func TestFinishingWithoutACaptureIsAnError(t *testing.T) {
-	env := childtest.New(t, model, func(capabilities.Env) []capabilities.Tool { return nil })
+	env := agenttest.New(t, model, func(capabilities.Env) []capabilities.Tool { return nil })
 	parent := env.Session(t)
 	schema, err := structured.Parse(json.RawMessage(`{"type":"object"}`))
 	require.NoError(t, err)
@@ -182,17 +182,17 @@ func TestFinishingWithoutACaptureIsAnError(t *testing.T) {
 }
 
 func TestNudgedChildCapturesOnItsSecondChance(t *testing.T) {
-	m := func(req *llm.Request) childtest.Reply {
+	m := func(req *llm.Request) agenttest.Reply {
 		for _, msg := range req.Messages {
 			for _, b := range msg.Content {
 				if b.Type == session.BlockText && b.Text == structured.Nudge {
-					return childtest.Reply{Calls: []childtest.Call{{Name: "structured_output", Args: `{"answer":"late"}`}}}
+					return agenttest.Reply{Calls: []agenttest.Call{{Name: "structured_output", Args: `{"answer":"late"}`}}}
 				}
 			}
 		}
-		return childtest.Reply{Text: "prose first"}
+		return agenttest.Reply{Text: "prose first"}
 	}
-	env := childtest.New(t, m, func(capabilities.Env) []capabilities.Tool { return nil })
+	env := agenttest.New(t, m, func(capabilities.Env) []capabilities.Tool { return nil })
 	parent := env.Session(t)
 	schema, err := structured.Parse(json.RawMessage(`{"type":"object","properties":{"answer":{"type":"string"}}}`))
 	require.NoError(t, err)

@@ -5,9 +5,9 @@ import (
 	"runtime"
 	"testing"
 
+	"github.com/dsh-acp/dsh-acp/agent/agenttest"
 	"github.com/dsh-acp/dsh-acp/capabilities"
 	"github.com/dsh-acp/dsh-acp/capabilities/subagent"
-	"github.com/dsh-acp/dsh-acp/capabilities/subagent/childtest"
 )
 
 // BenchmarkSpawnChild is one spawn child's whole life (mock model, one
@@ -15,8 +15,8 @@ import (
 // log like a real session (fsync at turn end); "memory" is the agent's own
 // overhead.
 func BenchmarkSpawnChild(b *testing.B) {
-	for name, mk := range map[string]func(testing.TB, childtest.Model, func(capabilities.Env) []capabilities.Tool) *childtest.Env{
-		"memory": childtest.NewMemory, "jsonl": childtest.New,
+	for name, mk := range map[string]func(testing.TB, agenttest.Model, func(capabilities.Env) []capabilities.Tool) *agenttest.Env{
+		"memory": agenttest.NewMemory, "jsonl": agenttest.New,
 	} {
 		b.Run(name, func(b *testing.B) {
 			env := mk(b, model, tools)
@@ -38,7 +38,7 @@ func BenchmarkSpawnChild(b *testing.B) {
 func BenchmarkLiveChildMemory(b *testing.B) {
 	const n = 200
 	for b.Loop() {
-		env := childtest.NewMemory(b, model, tools)
+		env := agenttest.NewMemory(b, model, tools)
 		parent := env.Session(b)
 		var before, after runtime.MemStats
 		runtime.GC()

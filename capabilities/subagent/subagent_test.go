@@ -12,11 +12,11 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/dsh-acp/dsh-acp/agent"
+	"github.com/dsh-acp/dsh-acp/agent/agenttest"
 	"github.com/dsh-acp/dsh-acp/agent/llm"
 	"github.com/dsh-acp/dsh-acp/capabilities"
 	"github.com/dsh-acp/dsh-acp/capabilities/bash"
 	"github.com/dsh-acp/dsh-acp/capabilities/subagent"
-	"github.com/dsh-acp/dsh-acp/capabilities/subagent/childtest"
 	"github.com/dsh-acp/dsh-acp/session"
 )
 
@@ -24,27 +24,27 @@ import (
 // and then answers the tool's result; a child answers its prompt: "ECHO x"
 // → x, "HANG" blocks, "ERR" fails, "MAXTOK" hits the token limit, "QUIET"
 // answers nothing, "RECALL" answers the first user message it has seen.
-func model(req *llm.Request) childtest.Reply {
-	last := childtest.LastUser(req)
-	if childtest.LastIsToolResult(req) {
-		return childtest.Reply{Text: "PARENT_DONE"}
+func model(req *llm.Request) agenttest.Reply {
+	last := agenttest.LastUser(req)
+	if agenttest.LastIsToolResult(req) {
+		return agenttest.Reply{Text: "PARENT_DONE"}
 	}
 	if rest, ok := strings.CutPrefix(last, "DELEGATE "); ok {
 		tool, prompt, _ := strings.Cut(rest, " ")
 		args, _ := json.Marshal(map[string]string{"description": "test", "prompt": prompt})
-		return childtest.Reply{Calls: []childtest.Call{{Name: tool, Args: string(args)}}}
+		return agenttest.Reply{Calls: []agenttest.Call{{Name: tool, Args: string(args)}}}
 	}
 	switch {
 	case strings.HasPrefix(last, "ECHO "):
-		return childtest.Reply{Text: strings.TrimPrefix(last, "ECHO ")}
+		return agenttest.Reply{Text: strings.TrimPrefix(last, "ECHO ")}
 	case last == "HANG":
-		return childtest.Reply{Hang: true}
+		return agenttest.Reply{Hang: true}
 	case last == "ERR":
-		return childtest.Reply{Finish: "error"}
+		return agenttest.Reply{Finish: "error"}
 	case last == "MAXTOK":
-		return childtest.Reply{Text: "cut", Finish: "max-tokens"}
+		return agenttest.Reply{Text: "cut", Finish: "max-tokens"}
 	case last == "QUIET":
-		return childtest.Reply{}
+		return agenttest.Reply{}
 	case last == "RECALL":
 		first := ""
 		for _, m := range req.Messages {
@@ -52,9 +52,9 @@ func model(req *llm.Request) childtest.Reply {
 				first = m.Content[0].Text
 			}
 		}
-		return childtest.Reply{Text: "first: " + first}
+		return agenttest.Reply{Text: "first: " + first}
 	}
-	return childtest.Reply{Text: "OK"}
+	return agenttest.Reply{Text: "OK"}
 }
 
 func tools(capabilities.Env) []capabilities.Tool {
@@ -77,7 +77,7 @@ func toolResult(t *testing.T, log *session.Log) (string, bool) {
 }
 
 // childLog loads a stored child log.
-func childLog(t *testing.T, env *childtest.Env, id string) (session.Header, []session.Event) {
+func childLog(t *testing.T, env *agenttest.Env, id string) (session.Header, []session.Event) {
 	t.Helper()
 	h, events, err := env.Store.Load(context.Background(), id)
 	require.NoError(t, err)
@@ -85,7 +85,7 @@ func childLog(t *testing.T, env *childtest.Env, id string) (session.Header, []se
 }
 
 func TestSpawnRunsAFullChildWithItsOwnLog(t *testing.T) {
-	env := childtest.New(t, model, tools)
+	env := agenttest.New(t, model, tools)
 	parent := env.Session(t)
 	end := parent.Prompt(context.Background(), "DELEGATE subagent ECHO CHILD_OK")
 	require.Equal(t, session.EndCompleted, end.Kind)
@@ -131,7 +131,7 @@ func firstHeader(t *testing.T, events []session.Event) json.RawMessage {
 }
 
 func TestForkSeedsTheCompletedTurns(t *testing.T) {
-	env := childtest.New(t, model, tools)
+	env := agenttest.New(t, model, tools)
 	parent := env.Session(t)
 	require.Equal(t, session.EndCompleted, parent.Prompt(context.Background(), "remember MARMALADE").Kind)
 	seedLen := parent.Log().Len()
@@ -159,7 +159,7 @@ func TestForkSeedsTheCompletedTurns(t *testing.T) {
 }
 
 func TestForkWithoutACompletedTurnHasNoSeed(t *testing.T) {
-	env := childtest.New(t, model, tools)
+	env := agenttest.New(t, model, tools)
 	parent := env.Session(t)
 	require.Equal(t, session.EndCompleted, parent.Prompt(context.Background(), "DELEGATE subagent_fork ECHO alone").Kind)
 	text, isErr := toolResult(t, parent.Log())
@@ -177,7 +177,7 @@ func TestChildFailuresBecomeToolErrors(t *testing.T) {
 		"QUIET":  "Error: " + subagent.ErrDeclined,
 	} {
 		t.Run(prompt, func(t *testing.T) {
-			env := childtest.New(t, model, tools)
+			env := agenttest.New(t, model, tools)
 			parent := env.Session(t)
 			require.Equal(t, session.EndCompleted, parent.Prompt(context.Background(), "DELEGATE subagent "+prompt).Kind)
 			text, isErr := toolResult(t, parent.Log())
@@ -189,7 +189,7 @@ func TestChildFailuresBecomeToolErrors(t *testing.T) {
 }
 
 func TestCancellingTheParentCancelsAHangingChild(t *testing.T) {
-	env := childtest.New(t, model, tools)
+	env := agenttest.New(t, model, tools)
 	parent := env.Session(t)
 	done := make(chan session.EndReason)
 	go func() { done <- parent.Prompt(context.Background(), "DELEGATE subagent HANG") }()
@@ -222,7 +222,7 @@ func TestToolWithoutACallingAgent(t *testing.T) {
 }
 
 func TestManySequentialChildrenEachWriteTheirLog(t *testing.T) {
-	env := childtest.New(t, model, tools)
+	env := agenttest.New(t, model, tools)
 	parent := env.Session(t)
 	for i := range 5 {
 		out, err := subagent.Run(context.Background(), parent, subagent.Request{Prompt: fmt.Sprintf("ECHO %d", i)})
@@ -246,16 +246,16 @@ func (echoTool) Run(context.Context, *capabilities.Call) (capabilities.Result, e
 
 func TestCardShowsTheChildsProgressInTheParentsLog(t *testing.T) {
 	card := &subagent.Card{}
-	m := func(req *llm.Request) childtest.Reply {
-		if childtest.LastUser(req) == "USE echo" {
-			if childtest.LastIsToolResult(req) {
-				return childtest.Reply{Text: "finished: " + strings.Repeat("x", 500)}
+	m := func(req *llm.Request) agenttest.Reply {
+		if agenttest.LastUser(req) == "USE echo" {
+			if agenttest.LastIsToolResult(req) {
+				return agenttest.Reply{Text: "finished: " + strings.Repeat("x", 500)}
 			}
-			return childtest.Reply{Text: "looking", Calls: []childtest.Call{{Name: "echo", Args: `{"path":"a.txt"}`}}}
+			return agenttest.Reply{Text: "looking", Calls: []agenttest.Call{{Name: "echo", Args: `{"path":"a.txt"}`}}}
 		}
 		return model(req)
 	}
-	env := childtest.New(t, m, func(capabilities.Env) []capabilities.Tool {
+	env := agenttest.New(t, m, func(capabilities.Env) []capabilities.Tool {
 		return []capabilities.Tool{subagent.Tool{Progress: card}, echoTool{}}
 	})
 	parent := env.Session(t)
@@ -291,7 +291,7 @@ func TestCardShowsTheChildsProgressInTheParentsLog(t *testing.T) {
 func TestBackgroundChildIsATask(t *testing.T) {
 	settled := make(chan bash.TaskInfo, 4)
 	tasks := bash.NewTasks(func(info bash.TaskInfo) { settled <- info })
-	env := childtest.New(t, model, func(capabilities.Env) []capabilities.Tool {
+	env := agenttest.New(t, model, func(capabilities.Env) []capabilities.Tool {
 		return []capabilities.Tool{subagent.Tool{Tasks: tasks}}
 	})
 	parent := env.Session(t)
@@ -334,14 +334,14 @@ func TestBackgroundChildIsATask(t *testing.T) {
 }
 
 func TestDepthLimit(t *testing.T) {
-	m := func(req *llm.Request) childtest.Reply {
-		if childtest.LastIsToolResult(req) {
-			return childtest.Reply{Text: "up"}
+	m := func(req *llm.Request) agenttest.Reply {
+		if agenttest.LastIsToolResult(req) {
+			return agenttest.Reply{Text: "up"}
 		}
 		// Every agent delegates again.
-		return childtest.Reply{Calls: []childtest.Call{{Name: "subagent", Args: `{"description":"deeper","prompt":"go deeper"}`}}}
+		return agenttest.Reply{Calls: []agenttest.Call{{Name: "subagent", Args: `{"description":"deeper","prompt":"go deeper"}`}}}
 	}
-	env := childtest.NewWith(t, m, tools, func(c *agent.Config) { c.MaxChildDepth = 2 })
+	env := agenttest.NewWith(t, m, tools, func(c *agent.Config) { c.MaxChildDepth = 2 })
 	parent := env.Session(t)
 	require.Equal(t, session.EndCompleted, parent.Prompt(context.Background(), "go deeper").Kind)
 	hs, err := env.Store.List(context.Background())

@@ -4,9 +4,9 @@ import (
 	"context"
 	"testing"
 
+	"github.com/dsh-acp/dsh-acp/agent/agenttest"
 	"github.com/dsh-acp/dsh-acp/capabilities"
 	"github.com/dsh-acp/dsh-acp/capabilities/jsworker"
-	"github.com/dsh-acp/dsh-acp/capabilities/subagent/childtest"
 	"github.com/dsh-acp/dsh-acp/capabilities/workflow"
 	"github.com/dsh-acp/dsh-acp/internal/workertest"
 )
@@ -14,8 +14,8 @@ import (
 // BenchmarkParallel16 is one workflow run with 16 children in parallel
 // (mock model, one text turn each); ns/child is the time per child.
 func BenchmarkParallel16(b *testing.B) {
-	for name, mk := range map[string]func(testing.TB, childtest.Model, func(capabilities.Env) []capabilities.Tool) *childtest.Env{
-		"memory": childtest.NewMemory, "jsonl": childtest.New,
+	for name, mk := range map[string]func(testing.TB, agenttest.Model, func(capabilities.Env) []capabilities.Tool) *agenttest.Env{
+		"memory": agenttest.NewMemory, "jsonl": agenttest.New,
 	} {
 		b.Run(name, func(b *testing.B) {
 			pool := workertest.Pool(b, jsworker.Options{})
@@ -38,7 +38,7 @@ func BenchmarkParallel16(b *testing.B) {
 // BenchmarkRealmStart is a run that starts no agent: realm, globals,
 // compile and the plain-JSON return.
 func BenchmarkRealmStart(b *testing.B) {
-	env := childtest.NewMemory(b, model, func(capabilities.Env) []capabilities.Tool { return nil })
+	env := agenttest.NewMemory(b, model, func(capabilities.Env) []capabilities.Tool { return nil })
 	parent := env.Session(b)
 	pool := workertest.Pool(b, jsworker.Options{})
 	b.ReportAllocs()

@@ -13,10 +13,10 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/dsh-acp/dsh-acp/agent"
+	"github.com/dsh-acp/dsh-acp/agent/agenttest"
 	"github.com/dsh-acp/dsh-acp/agent/llm"
 	"github.com/dsh-acp/dsh-acp/capabilities"
 	"github.com/dsh-acp/dsh-acp/capabilities/jsworker"
-	"github.com/dsh-acp/dsh-acp/capabilities/subagent/childtest"
 	"github.com/dsh-acp/dsh-acp/capabilities/workflow"
 	"github.com/dsh-acp/dsh-acp/internal/workertest"
 	"github.com/dsh-acp/dsh-acp/session"
@@ -27,33 +27,33 @@ func TestMain(m *testing.M) { os.Exit(workertest.Main(m)) }
 
 // model: a child answers "ECHO x" with x, "ERR" with a failed finish,
 // "HANG" by blocking, "STRUCT <json>" by calling structured_output.
-func model(req *llm.Request) childtest.Reply {
-	last := childtest.LastUser(req)
-	if childtest.LastIsToolResult(req) {
-		return childtest.Reply{Text: "done"}
+func model(req *llm.Request) agenttest.Reply {
+	last := agenttest.LastUser(req)
+	if agenttest.LastIsToolResult(req) {
+		return agenttest.Reply{Text: "done"}
 	}
 	switch {
 	case strings.HasPrefix(last, "ECHO "):
-		return childtest.Reply{Text: strings.TrimPrefix(last, "ECHO ")}
+		return agenttest.Reply{Text: strings.TrimPrefix(last, "ECHO ")}
 	case strings.HasPrefix(last, "STRUCT "):
-		return childtest.Reply{Calls: []childtest.Call{{Name: "structured_output", Args: strings.TrimPrefix(last, "STRUCT ")}}}
+		return agenttest.Reply{Calls: []agenttest.Call{{Name: "structured_output", Args: strings.TrimPrefix(last, "STRUCT ")}}}
 	case last == "ERR":
-		return childtest.Reply{Finish: "error"}
+		return agenttest.Reply{Finish: "error"}
 	case last == "HANG":
-		return childtest.Reply{Hang: true}
+		return agenttest.Reply{Hang: true}
 	}
-	return childtest.Reply{Text: "OK"}
+	return agenttest.Reply{Text: "OK"}
 }
 
 type fixture struct {
-	env    *childtest.Env
+	env    *agenttest.Env
 	parent *agent.Session
 	reg    *capabilities.Registry
 }
 
 func newFixture(t *testing.T, cfg workflow.Config) *fixture {
 	tool := workflow.Tool{Engine: cfg, Programs: workertest.Pool(t, jsworker.Options{})}
-	env := childtest.New(t, model, func(capabilities.Env) []capabilities.Tool { return []capabilities.Tool{tool} })
+	env := agenttest.New(t, model, func(capabilities.Env) []capabilities.Tool { return []capabilities.Tool{tool} })
 	return &fixture{env: env, parent: env.Session(t), reg: capabilities.NewRegistry(tool)}
 }
 

@@ -69,9 +69,9 @@ func (v Violation) String() string {
 }
 
 // Module is dsh-acp's layer order: cmd → snapshots → composition → acp →
-// agent (the loop and the model layer) → capabilities and agent/pipeline
-// (the chains capabilities plug into) → session, approval, sandbox →
-// internal helpers.
+// agent (the loop, the model layer, the agent test kit) → capabilities
+// (the tool families and the pipeline chains they plug into) → session,
+// approval, sandbox → internal helpers.
 func Module() Rules {
 	return Rules{
 		Layers: []Layer{
@@ -79,18 +79,15 @@ func Module() Rules {
 			{"harness", []string{"snapshots/..."}},
 			{"composition", []string{"composition/..."}},
 			{"wire", []string{"acp/..."}},
-			{"agent", []string{"agent", "agent/llm/..."}},
-			// The turn pipeline's chains are the seam tools and hook
-			// bridges plug into: one layer with the capabilities.
-			{"capabilities", []string{"capabilities/...", "agent/pipeline/..."}},
+			{"agent", []string{"agent/..."}},
+			{"capabilities", []string{"capabilities/..."}},
 			{"foundation", []string{"session/...", "approval/...", "sandbox/..."}},
 			{"helpers", []string{"internal/...", "fixtures/..."}},
 		},
 		Bans: []Ban{
 			{"acp/...", "agent/llm/deepseek/...", "acp never imports a model provider"},
 			{"acp/...", "agent/llm/replay/...", "acp never imports a model provider"},
-			{"capabilities/...", "agent", "capabilities never import agent"},
-			{"capabilities/...", "agent/llm/...", "capabilities never import agent"},
+			{"capabilities/...", "agent/...", "capabilities never import agent"},
 		},
 		TestOnly: []string{"fixtures/..."},
 	}

@@ -1,8 +1,8 @@
-// Package childtest runs real agents on a scripted model for the tests and
+// Package agenttest runs real agents on a scripted model for the tests and
 // benchmarks of the delegation packages (subagent, workflow, code): the
 // runtime, sessions, logs, tools and pipeline are the real ones; only the
 // model answers from a Go function of the request.
-package childtest
+package agenttest
 
 import (
 	"context"
