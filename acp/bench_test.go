@@ -5,7 +5,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"iter"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -14,6 +13,7 @@ import (
 
 	"github.com/dsh-acp/dsh-acp/agent"
 	"github.com/dsh-acp/dsh-acp/agent/llm"
+	"github.com/dsh-acp/dsh-acp/agent/llm/llmtest"
 	"github.com/dsh-acp/dsh-acp/internal/acpclient"
 	"github.com/dsh-acp/dsh-acp/internal/jsonx"
 )
@@ -66,26 +66,15 @@ func (w *countingWriter) Write(p []byte) (int, error) {
 	return len(p), nil
 }
 
-// chunkProvider streams n text deltas and a finish.
-type chunkProvider struct{ chunks []llm.Chunk }
-
-func newChunkProvider(n int) *chunkProvider {
-	p := &chunkProvider{}
+// newChunkProvider is a model that streams n text deltas and a finish on
+// every call.
+func newChunkProvider(n int) *llmtest.Model {
+	var chunks []llm.Chunk
 	for i := range n {
-		p.chunks = append(p.chunks, llm.Chunk{Type: llm.ChunkTextDelta, Index: 0, Text: fmt.Sprintf("tok%d <&> ", i)})
+		chunks = append(chunks, llmtest.Text(0, fmt.Sprintf("tok%d <&> ", i)))
 	}
-	p.chunks = append(p.chunks, llm.Chunk{Type: llm.ChunkFinish, Reason: &llm.FinishReason{Kind: llm.FinishStop}})
-	return p
-}
-
-func (p *chunkProvider) Stream(ctx context.Context, _ *llm.Request) iter.Seq2[llm.Chunk, error] {
-	return func(yield func(llm.Chunk, error) bool) {
-		for _, c := range p.chunks {
-			if ctx.Err() != nil || !yield(c, nil) {
-				return
-			}
-		}
-	}
+	chunks = append(chunks, llmtest.Finish(llm.FinishStop))
+	return llmtest.New(func(context.Context, llmtest.Call) llmtest.Step { return llmtest.Step{Chunks: chunks} }).Unrecorded()
 }
 
 // BenchmarkPromptChunkThroughput measures the per-chunk cost of a streamed

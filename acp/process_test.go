@@ -53,7 +53,7 @@ func serveChild(root string) int {
 		return 2
 	}
 	defer st.Close()
-	srv := comp.NewServer(composition.ServerOptions{Provider: &scriptProvider{}, Store: st, Log: zerolog.New(os.Stderr), Version: "test", LaunchDir: root})
+	srv := comp.NewServer(composition.ServerOptions{Provider: newScriptProvider(), Store: st, Log: zerolog.New(os.Stderr), Version: "test", LaunchDir: root})
 	if err := srv.Serve(context.Background(), os.Stdin, os.Stdout); err != nil {
 		return 1
 	}
@@ -185,7 +185,7 @@ func TestTurnThatCannotBeSavedFails(t *testing.T) {
 			require.True(t, ok)
 			st, err := sqlite.Open(filepath.Join(t.TempDir(), "sessions.db"))
 			require.NoError(t, err)
-			srv := comp.NewServer(composition.ServerOptions{Provider: &scriptProvider{}, Store: st, Clock: acp.FakeClock(), Log: zerolog.Nop(), Version: "test", LaunchDir: t.TempDir()})
+			srv := comp.NewServer(composition.ServerOptions{Provider: newScriptProvider(), Store: st, Clock: acp.FakeClock(), Log: zerolog.Nop(), Version: "test", LaunchDir: t.TempDir()})
 			h := acp.StartHarness(t, srv)
 			sid := h.NewSession(t.TempDir())
 			f, _ := h.Call("session/prompt", acp.PromptParams(sid, "saved"))
@@ -210,7 +210,7 @@ func TestDefaultCompositionClearErrors(t *testing.T) {
 	st, err := jsonl.Open(t.TempDir())
 	require.NoError(t, err)
 	t.Cleanup(func() { _ = st.Close() })
-	srv := comp.NewServer(composition.ServerOptions{Provider: &scriptProvider{}, Store: st, Clock: acp.FakeClock(), Log: zerolog.Nop(), Version: "test", LaunchDir: t.TempDir()})
+	srv := comp.NewServer(composition.ServerOptions{Provider: newScriptProvider(), Store: st, Clock: acp.FakeClock(), Log: zerolog.Nop(), Version: "test", LaunchDir: t.TempDir()})
 	h := acp.StartHarness(t, srv)
 	ws := t.TempDir()
 

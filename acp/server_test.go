@@ -10,7 +10,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"iter"
 	"strings"
 	"sync"
 	"testing"
@@ -22,6 +21,7 @@ import (
 
 	"github.com/dsh-acp/dsh-acp/acp"
 	"github.com/dsh-acp/dsh-acp/agent/llm"
+	"github.com/dsh-acp/dsh-acp/agent/llm/llmtest"
 	"github.com/dsh-acp/dsh-acp/composition"
 	"github.com/dsh-acp/dsh-acp/session"
 )
@@ -361,21 +361,19 @@ func TestNothingWrittenAfterEOF(t *testing.T) {
 // ---------------------------------------------------------------------------
 // The real agent, as the acp-agent composition builds it.
 
-// scriptProvider streams per request; the script is chosen by the text of
-// the last user message.
+// scriptProvider is the scripted model (llmtest) of the real-agent tests:
+// the step is chosen by the text of the last user message.
 type scriptProvider struct {
+	*llmtest.Model
+
 	mu    sync.Mutex
-	reqs  []*llm.Request
-	ctxs  []context.Context
 	steps map[string]int
 }
 
-func chunkText(typ llm.ChunkType, text string) llm.Chunk {
-	return llm.Chunk{Type: typ, Index: 0, Text: text}
-}
-
-func finish(kind llm.FinishKind) llm.Chunk {
-	return llm.Chunk{Type: llm.ChunkFinish, Reason: &llm.FinishReason{Kind: kind}}
+func newScriptProvider() *scriptProvider {
+	p := &scriptProvider{steps: map[string]int{}}
+	p.Model = llmtest.New(p.answer)
+	return p
 }
 
 func lastUserText(req *llm.Request) string {
@@ -388,76 +386,45 @@ func lastUserText(req *llm.Request) string {
 	return ""
 }
 
-func (p *scriptProvider) Stream(ctx context.Context, req *llm.Request) iter.Seq2[llm.Chunk, error] {
+func (p *scriptProvider) answer(_ context.Context, c llmtest.Call) llmtest.Step {
+	text := lastUserText(c.Req)
 	p.mu.Lock()
-	p.reqs = append(p.reqs, req)
-	p.ctxs = append(p.ctxs, ctx)
-	if p.steps == nil {
-		p.steps = map[string]int{}
-	}
-	text := lastUserText(req)
 	p.steps[text]++
 	step := p.steps[text]
 	p.mu.Unlock()
-	return func(yield func(llm.Chunk, error) bool) {
-		var chunks []llm.Chunk
-		switch {
-		case strings.HasPrefix(text, "block"):
-			if !yield(chunkText(llm.ChunkTextDelta, "working <on> it"), nil) {
-				return
-			}
-			<-ctx.Done()
-			yield(finish(llm.FinishAborted), nil)
-			return
-		case strings.HasPrefix(text, "fail"):
-			yield(llm.Chunk{}, &llm.Error{Message: "simulated provider error (HTTP 401)", Code: "AUTH", Status: 401})
-			return
-		case strings.HasPrefix(text, "todo") && step == 1:
-			name := "todo_write"
-			args := `{"todos":[{"content":"write <tests> & fix","status":"in_progress"}]}`
-			b := session.Block{Type: session.BlockToolCall, ID: "call_a1", Name: name, Arguments: args}
-			chunks = []llm.Chunk{
-				{Type: llm.ChunkBlockStart, Index: 0, BlockType: session.BlockToolCall},
-				{Type: llm.ChunkToolCallDelta, Index: 0, ID: "call_a1", Name: &name, ArgumentsDelta: args},
-				{Type: llm.ChunkBlockEnd, Index: 0, Block: &b},
-				finish(llm.FinishToolCalls),
-			}
-		default:
-			chunks = []llm.Chunk{
-				chunkText(llm.ChunkReasoningDelta, "hmm <x>"),
-				{Type: llm.ChunkTextDelta, Index: 1, Text: "<b>&"},
-				{Type: llm.ChunkTextDelta, Index: 1, Text: " done"},
-				{Type: llm.ChunkUsage, Usage: &llm.Usage{InputTokens: 10, OutputTokens: 3}},
-				finish(llm.FinishStop),
-			}
-		}
-		for _, c := range chunks {
-			if !yield(c, nil) {
-				return
-			}
-		}
+	switch {
+	case strings.HasPrefix(text, "block"):
+		return llmtest.Step{Chunks: []llm.Chunk{llmtest.Text(0, "working <on> it")}, Hold: true, AbortAsFinish: true}
+	case strings.HasPrefix(text, "fail"):
+		return llmtest.Step{Err: &llm.Error{Message: "simulated provider error (HTTP 401)", Code: "AUTH", Status: 401}}
+	case strings.HasPrefix(text, "todo") && step == 1:
+		return llmtest.Step{Chunks: append(llmtest.ToolCall(0, "call_a1", "todo_write",
+			`{"todos":[{"content":"write <tests> & fix","status":"in_progress"}]}`), llmtest.Finish(llm.FinishToolCalls))}
+	default:
+		return llmtest.Step{Chunks: []llm.Chunk{
+			llmtest.Reasoning(0, "hmm <x>"),
+			llmtest.Text(1, "<b>&"),
+			llmtest.Text(1, " done"),
+			llmtest.Usage(10, 3),
+			llmtest.Finish(llm.FinishStop),
+		}}
 	}
 }
 
-func (p *scriptProvider) requests() []*llm.Request {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	return append([]*llm.Request(nil), p.reqs...)
-}
+func (p *scriptProvider) requests() []*llm.Request { return p.Requests() }
 
 func (p *scriptProvider) lastCtx() context.Context {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	if len(p.ctxs) == 0 {
+	ctxs := p.Contexts()
+	if len(ctxs) == 0 {
 		return nil
 	}
-	return p.ctxs[len(p.ctxs)-1]
+	return ctxs[len(ctxs)-1]
 }
 
 func realHarness(t *testing.T) (*acp.Harness, *scriptProvider) {
 	comp, ok := composition.Builtin("acp-agent")
 	require.True(t, ok)
-	p := &scriptProvider{}
+	p := newScriptProvider()
 	var n int
 	var mu sync.Mutex
 	srv := comp.NewServer(composition.ServerOptions{

@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"iter"
 	"os"
 	"path/filepath"
 	"strings"
@@ -18,6 +17,7 @@ import (
 
 	"github.com/dsh-acp/dsh-acp/agent"
 	"github.com/dsh-acp/dsh-acp/agent/llm"
+	"github.com/dsh-acp/dsh-acp/agent/llm/llmtest"
 	"github.com/dsh-acp/dsh-acp/composition"
 	"github.com/dsh-acp/dsh-acp/internal/acpclient"
 	"github.com/dsh-acp/dsh-acp/internal/acpschema"
@@ -46,15 +46,18 @@ type toolCall struct {
 	Args string
 }
 
-// scriptedProvider is an llm.Provider whose first step of a turn makes the
-// tool calls scripted for the prompt text, and whose step after a tool
-// result answers "done". A prompt without a script answers "ok" at once.
+// scriptedProvider is the scripted model (llmtest) of these tests: the
+// first step of a turn makes the tool calls scripted for the prompt text,
+// and the step after a tool result answers "done". A prompt without a
+// script answers "ok" at once. A cancelled step ends with an aborted
+// finish.
 type scriptedProvider struct {
+	*llmtest.Model
+
 	mu      sync.Mutex
 	calls   map[string][]toolCall // prompt text → calls of the first step
-	reqs    []*llm.Request
-	barrier map[string]*barrier // prompt text → rendezvous before streaming
-	gates   map[string]*gate    // prompt text → hold of the first step
+	barrier map[string]*barrier   // prompt text → rendezvous before streaming
+	gates   map[string]*gate      // prompt text → hold of the first step
 	nextID  int
 }
 
@@ -92,7 +95,9 @@ func (b *barrier) timedOut() bool {
 }
 
 func newProvider() *scriptedProvider {
-	return &scriptedProvider{calls: map[string][]toolCall{}, barrier: map[string]*barrier{}, gates: map[string]*gate{}}
+	p := &scriptedProvider{calls: map[string][]toolCall{}, barrier: map[string]*barrier{}, gates: map[string]*gate{}}
+	p.Model = llmtest.New(p.answer)
+	return p
 }
 
 // gate holds the first step of a prompt: reached closes when the step
@@ -141,22 +146,10 @@ func (p *scriptedProvider) rendezvous(prompts ...string) *barrier {
 	return b
 }
 
-func (p *scriptedProvider) requests() []*llm.Request {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	return append([]*llm.Request(nil), p.reqs...)
-}
+func (p *scriptedProvider) requests() []*llm.Request { return p.Requests() }
 
 // requestsFor returns the requests made for one session.
-func (p *scriptedProvider) requestsFor(sid string) []*llm.Request {
-	var out []*llm.Request
-	for _, r := range p.requests() {
-		if r.SessionID == sid {
-			out = append(out, r)
-		}
-	}
-	return out
-}
+func (p *scriptedProvider) requestsFor(sid string) []*llm.Request { return p.RequestsFor(sid) }
 
 // position reads the request: the prompt being answered, and whether a tool
 // result came after it (then the model wraps up).
@@ -178,18 +171,12 @@ func position(req *llm.Request) (prompt string, afterTool bool) {
 	return "", afterTool
 }
 
-func toolNames(req *llm.Request) []string {
-	out := []string{}
-	for _, t := range req.Tools {
-		out = append(out, t.Name)
-	}
-	return out
-}
+func toolNames(req *llm.Request) []string { return llmtest.ToolNames(req) }
 
-func (p *scriptedProvider) Stream(ctx context.Context, req *llm.Request) iter.Seq2[llm.Chunk, error] {
-	prompt, afterTool := position(req)
+// answer is the model's step for one call.
+func (p *scriptedProvider) answer(ctx context.Context, c llmtest.Call) llmtest.Step {
+	prompt, afterTool := position(c.Req)
 	p.mu.Lock()
-	p.reqs = append(p.reqs, req)
 	calls := p.calls[prompt]
 	b := p.barrier[prompt]
 	var g *gate
@@ -200,21 +187,21 @@ func (p *scriptedProvider) Stream(ctx context.Context, req *llm.Request) iter.Se
 	base := p.nextID
 	p.nextID += len(calls)
 	p.mu.Unlock()
-	return func(yield func(llm.Chunk, error) bool) {
-		var chunks []llm.Chunk
-		if afterTool || len(calls) == 0 {
-			text := "ok"
-			if afterTool {
-				text = "done"
-			}
-			chunks = []llm.Chunk{
-				{Type: llm.ChunkBlockStart, Index: 0, BlockType: session.BlockText},
-				{Type: llm.ChunkTextDelta, Index: 0, Text: text},
-				{Type: llm.ChunkBlockEnd, Index: 0, Block: &session.Block{Type: session.BlockText, Text: text}},
-				{Type: llm.ChunkUsage, Usage: &llm.Usage{InputTokens: 10, OutputTokens: 1}},
-				{Type: llm.ChunkFinish, Reason: &llm.FinishReason{Kind: llm.FinishStop}},
-			}
-		} else {
+	if afterTool || len(calls) == 0 {
+		text := "ok"
+		if afterTool {
+			text = "done"
+		}
+		return llmtest.Step{AbortAsFinish: true, Chunks: append(llmtest.TextBlock(0, text),
+			llmtest.Usage(10, 1), llmtest.Finish(llm.FinishStop))}
+	}
+	var chunks []llm.Chunk
+	for i, c := range calls {
+		chunks = append(chunks, llmtest.ToolCall(i, fmt.Sprintf("call_%d", base+i), c.Name, c.Args)...)
+	}
+	return llmtest.Step{
+		AbortAsFinish: true,
+		Before: func(ctx context.Context) {
 			if b != nil {
 				b.wait()
 			}
@@ -226,27 +213,8 @@ func (p *scriptedProvider) Stream(ctx context.Context, req *llm.Request) iter.Se
 				case <-time.After(waitFor):
 				}
 			}
-			for i, c := range calls {
-				name := c.Name
-				id := fmt.Sprintf("call_%d", base+i)
-				blk := session.Block{Type: session.BlockToolCall, ID: id, Name: name, Arguments: c.Args}
-				chunks = append(chunks,
-					llm.Chunk{Type: llm.ChunkBlockStart, Index: i, BlockType: session.BlockToolCall},
-					llm.Chunk{Type: llm.ChunkToolCallDelta, Index: i, ID: id, Name: &name, ArgumentsDelta: c.Args},
-					llm.Chunk{Type: llm.ChunkBlockEnd, Index: i, Block: &blk},
-				)
-			}
-			chunks = append(chunks, llm.Chunk{Type: llm.ChunkFinish, Reason: &llm.FinishReason{Kind: llm.FinishToolCalls}})
-		}
-		for _, c := range chunks {
-			if ctx.Err() != nil {
-				yield(llm.Chunk{Type: llm.ChunkFinish, Reason: &llm.FinishReason{Kind: llm.FinishAborted}}, nil)
-				return
-			}
-			if !yield(c, nil) {
-				return
-			}
-		}
+		},
+		Chunks: append(chunks, llmtest.Finish(llm.FinishToolCalls)),
 	}
 }
 

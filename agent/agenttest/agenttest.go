@@ -6,9 +6,7 @@ package agenttest
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
-	"iter"
 	"sync/atomic"
 	"testing"
 
@@ -16,6 +14,7 @@ import (
 
 	"github.com/dsh-acp/dsh-acp/agent"
 	"github.com/dsh-acp/dsh-acp/agent/llm"
+	"github.com/dsh-acp/dsh-acp/agent/llm/llmtest"
 	"github.com/dsh-acp/dsh-acp/capabilities"
 	"github.com/dsh-acp/dsh-acp/session"
 	"github.com/dsh-acp/dsh-acp/session/jsonl"
@@ -44,102 +43,51 @@ type Model func(req *llm.Request) Reply
 
 // LastUser is the text of the request's last user message that has text
 // (tool results are skipped).
-func LastUser(req *llm.Request) string {
-	for i := len(req.Messages) - 1; i >= 0; i-- {
-		m := req.Messages[i]
-		if m.Role != "user" {
-			continue
-		}
-		s := ""
-		for _, b := range m.Content {
-			if b.Type == session.BlockText {
-				s += b.Text
-			}
-		}
-		if s != "" {
-			return s
-		}
-	}
-	return ""
-}
+func LastUser(req *llm.Request) string { return llmtest.LastUser(req) }
 
 // LastIsToolResult reports whether the request's last message carries a
 // tool result (the model is called back after its tool calls).
-func LastIsToolResult(req *llm.Request) bool {
-	if len(req.Messages) == 0 {
-		return false
-	}
-	m := req.Messages[len(req.Messages)-1]
-	for _, b := range m.Content {
-		if b.Type == session.BlockToolResult {
-			return true
-		}
-	}
-	return false
-}
+func LastIsToolResult(req *llm.Request) bool { return llmtest.LastIsToolResult(req) }
 
-// Provider is an llm.Provider over a Model.
+// Provider is the scripted model (llmtest) over a Model.
 type Provider struct {
-	Model Model
-	calls atomic.Int64
+	*llmtest.Model
 }
 
-// Calls is how many model calls were served.
-func (p *Provider) Calls() int64 { return p.calls.Load() }
+func newProvider(m Model) *Provider {
+	return &Provider{llmtest.New(func(_ context.Context, c llmtest.Call) llmtest.Step { return m(c.Req).step(c.N) })}
+}
 
-// Stream implements llm.Provider.
-func (p *Provider) Stream(ctx context.Context, req *llm.Request) iter.Seq2[llm.Chunk, error] {
-	return func(yield func(llm.Chunk, error) bool) {
-		n := p.calls.Add(1)
-		r := p.Model(req)
-		if r.Hang {
-			<-ctx.Done()
-			yield(llm.Chunk{}, ctx.Err())
-			return
-		}
-		var raws []string
-		idx := 0
-		if r.Text != "" {
-			t, _ := json.Marshal(r.Text)
-			raws = append(raws,
-				fmt.Sprintf(`{"type":"block-start","index":%d,"blockType":"text"}`, idx),
-				fmt.Sprintf(`{"type":"text-delta","index":%d,"text":%s}`, idx, t),
-				fmt.Sprintf(`{"type":"block-end","index":%d,"block":{"type":"text","text":%s}}`, idx, t))
-			idx++
-		}
-		for i, c := range r.Calls {
-			a, _ := json.Marshal(c.Args)
-			id := fmt.Sprintf("call_%d_%d", n, i)
-			raws = append(raws,
-				fmt.Sprintf(`{"type":"block-start","index":%d,"blockType":"tool-call"}`, idx),
-				fmt.Sprintf(`{"type":"block-end","index":%d,"block":{"type":"tool-call","id":%q,"name":%q,"arguments":%s}}`, idx, id, c.Name, a))
-			idx++
-		}
-		switch {
-		case r.Finish == "max-tokens":
-			raws = append(raws, `{"type":"finish","reason":{"kind":"max-tokens"}}`)
-		case r.Finish == "error":
-			raws = append(raws, `{"type":"finish","reason":{"kind":"error","message":"model stopped: boom","code":"BOOM"}}`)
-		case len(r.Calls) > 0:
-			raws = append(raws, `{"type":"finish","reason":{"kind":"tool-calls"}}`)
-		default:
-			raws = append(raws, `{"type":"finish","reason":{"kind":"stop"}}`)
-		}
-		for _, raw := range raws {
-			var c llm.Chunk
-			if err := c.UnmarshalJSON([]byte(raw)); err != nil {
-				yield(llm.Chunk{}, err)
-				return
-			}
-			if ctx.Err() != nil {
-				yield(llm.Chunk{}, ctx.Err())
-				return
-			}
-			if !yield(c, nil) {
-				return
-			}
-		}
+// step is the reply as the n-th call's stream: its text block, its tool
+// calls (ids call_<n>_<i>), and the finish.
+func (r Reply) step(n int) llmtest.Step {
+	if r.Hang {
+		return llmtest.Step{Hold: true}
 	}
+	var cs []llm.Chunk
+	idx := 0
+	if r.Text != "" {
+		cs = append(cs, llmtest.TextBlock(idx, r.Text)...)
+		idx++
+	}
+	for i, c := range r.Calls {
+		b := session.Block{Type: session.BlockToolCall, ID: fmt.Sprintf("call_%d_%d", n, i), Name: c.Name, Arguments: c.Args}
+		cs = append(cs,
+			llm.Chunk{Type: llm.ChunkBlockStart, Index: idx, BlockType: session.BlockToolCall},
+			llm.Chunk{Type: llm.ChunkBlockEnd, Index: idx, Block: &b})
+		idx++
+	}
+	switch {
+	case r.Finish == "max-tokens":
+		cs = append(cs, llmtest.Finish(llm.FinishMaxTokens))
+	case r.Finish == "error":
+		cs = append(cs, llm.Chunk{Type: llm.ChunkFinish, Reason: &llm.FinishReason{Kind: llm.FinishError, Message: "model stopped: boom", Code: "BOOM"}})
+	case len(r.Calls) > 0:
+		cs = append(cs, llmtest.Finish(llm.FinishToolCalls))
+	default:
+		cs = append(cs, llmtest.Finish(llm.FinishStop))
+	}
+	return llmtest.Step{Chunks: cs}
 }
 
 // Env is a runtime over a JSONL store in a temporary directory.
@@ -183,7 +131,7 @@ func NewMemory(tb testing.TB, m Model, tools func(capabilities.Env) []capabiliti
 }
 
 func build(st *jsonl.Store, root string, m Model, tools func(capabilities.Env) []capabilities.Tool, edit func(*agent.Config)) *Env {
-	p := &Provider{Model: m}
+	p := newProvider(m)
 	var n atomic.Int64
 	var store session.Store
 	if st != nil {

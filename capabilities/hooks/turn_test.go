@@ -2,7 +2,6 @@ package hooks_test
 
 import (
 	"context"
-	"iter"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -15,6 +14,7 @@ import (
 
 	"github.com/dsh-acp/dsh-acp/agent"
 	"github.com/dsh-acp/dsh-acp/agent/llm"
+	"github.com/dsh-acp/dsh-acp/agent/llm/llmtest"
 	"github.com/dsh-acp/dsh-acp/capabilities"
 	"github.com/dsh-acp/dsh-acp/capabilities/hooks"
 	"github.com/dsh-acp/dsh-acp/capabilities/pipeline"
@@ -23,28 +23,15 @@ import (
 	"github.com/dsh-acp/dsh-acp/session"
 )
 
-// twoSteps calls todo_write once, then answers.
-type twoSteps struct{ n int }
-
-func (p *twoSteps) Stream(_ context.Context, _ *llm.Request) iter.Seq2[llm.Chunk, error] {
-	return func(yield func(llm.Chunk, error) bool) {
-		p.n++
-		var cs []llm.Chunk
-		if p.n == 1 {
-			name, args := "todo_write", `{"todos":[{"content":"a","status":"pending"}]}`
-			b := session.Block{Type: session.BlockToolCall, ID: "c1", Name: name, Arguments: args}
-			cs = []llm.Chunk{{Type: llm.ChunkBlockStart, BlockType: "tool-call"},
-				{Type: llm.ChunkToolCallDelta, ID: "c1", Name: &name, ArgumentsDelta: args},
-				{Type: llm.ChunkBlockEnd, Block: &b}, {Type: llm.ChunkFinish, Reason: &llm.FinishReason{Kind: llm.FinishToolCalls}}}
-		} else {
-			cs = []llm.Chunk{{Type: llm.ChunkTextDelta, Text: "done"}, {Type: llm.ChunkFinish, Reason: &llm.FinishReason{Kind: llm.FinishStop}}}
+// twoSteps calls todo_write once, then answers every call.
+func twoSteps() *llmtest.Model {
+	return llmtest.New(func(_ context.Context, c llmtest.Call) llmtest.Step {
+		if c.N == 1 {
+			return llmtest.Step{Chunks: append(llmtest.ToolCall(0, "c1", "todo_write", `{"todos":[{"content":"a","status":"pending"}]}`),
+				llmtest.Finish(llm.FinishToolCalls))}
 		}
-		for _, c := range cs {
-			if !yield(c, nil) {
-				return
-			}
-		}
-	}
+		return llmtest.Step{Chunks: []llm.Chunk{llmtest.Text(0, "done"), llmtest.Finish(llm.FinishStop)}}
+	})
 }
 
 // TestBadHooksNeverWedgeATurn runs a real turn through hooks that misbehave
@@ -61,7 +48,7 @@ func TestBadHooksNeverWedgeATurn(t *testing.T) {
 	require.NoError(t, err)
 	bridge := &hooks.Bridge{Config: c, Runner: &hooks.Runner{}, Log: zerolog.Nop()}
 	rt := agent.NewRuntime(agent.Config{
-		Model: "m", Provider: &twoSteps{}, Clock: func() int64 { return 0 }, NewID: func() string { return "s" },
+		Model: "m", Provider: twoSteps(), Clock: func() int64 { return 0 }, NewID: func() string { return "s" },
 		Tools:   func(capabilities.Env) *capabilities.Registry { return capabilities.NewRegistry(todo.Tool{}) },
 		Log:     zerolog.Nop(),
 		Members: func(pipeline.Session) []any { return []any{bridge} },

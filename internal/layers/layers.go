@@ -89,7 +89,7 @@ func Module() Rules {
 			{"acp/...", "agent/llm/replay/...", "acp never imports a model provider"},
 			{"capabilities/...", "agent/...", "capabilities never import agent"},
 		},
-		TestOnly: []string{"fixtures/..."},
+		TestOnly: []string{"fixtures/...", "agent/llm/llmtest"},
 	}
 }
 
