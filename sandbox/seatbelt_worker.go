@@ -3,29 +3,33 @@ package sandbox
 import (
 	"path"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 )
 
-// The worker profile's parameters: the executable, and each directory
-// above it.
+// The worker profile's parameters: the executable (its canonical path,
+// then the path it is started by when that differs), and each directory
+// above them.
 const (
-	workerExeParam = "WORKER_EXE"
+	workerExeParam = "WORKER_EXE_"
 	workerDirParam = "WORKER_DIR_"
 )
 
 // WorkerProfile returns the Seatbelt profile for a helper process the
 // agent starts for itself and feeds over its stdio, such as the program
-// worker, with the parameters it reads. Unlike the session profiles
-// ([Seatbelt.Profile]), which allow by default and take away writes, it
-// denies by default and gives back only what such a process needs to run:
+// worker, started by the absolute path exe, with the parameters it reads.
+// Unlike the session profiles ([Seatbelt.Profile]), which allow by default
+// and take away writes, it denies by default and gives back only what such
+// a process needs to run:
 //
 //   - the basics every macOS process needs (Apple's system.sb: dyld and
 //     the system libraries, the sysctls and services libSystem's start-up
 //     reads);
-//   - reading and executing its own executable exe (canonicalized, like
-//     every path, and passed as a -D parameter, never as profile text),
-//     and the metadata of the directories above it, which dyld walks;
+//   - reading and executing its own executable (by its canonical path and,
+//     when exe is a symbolic link, by exe too; paths are passed as -D
+//     parameters, never as profile text), and the metadata of the
+//     directories above them, which dyld walks;
 //   - reading the time zone database, for JavaScript's local dates;
 //   - sysctl reads and signals to itself.
 //
@@ -36,24 +40,32 @@ const (
 // forking. Nothing else is readable: not the workspace, not the home
 // directory, not /tmp.
 func (s *Seatbelt) WorkerProfile(exe string) (string, []SeatbeltParam) {
-	if abs, err := filepath.Abs(exe); err == nil {
-		exe = abs
+	exes := workerPaths(exe, s.real)
+	var params []SeatbeltParam
+	var exeRules, dirRules strings.Builder
+	var dirs []string
+	for i, e := range exes {
+		p := SeatbeltParam{Name: workerExeParam + strconv.Itoa(i), Value: e}
+		params = append(params, p)
+		exeRules.WriteString(` (literal (param "` + p.Name + `"))`)
+		for _, d := range ancestors(e) {
+			if !slices.Contains(dirs, d) {
+				dirs = append(dirs, d)
+			}
+		}
 	}
-	exe = s.real(exe)
-	params := []SeatbeltParam{{Name: workerExeParam, Value: exe}}
-	var dirs strings.Builder
-	for i, d := range ancestors(exe) {
+	for i, d := range dirs {
 		p := SeatbeltParam{Name: workerDirParam + strconv.Itoa(i), Value: d}
 		params = append(params, p)
-		dirs.WriteString(` (literal (param "` + p.Name + `"))`)
+		dirRules.WriteString(` (literal (param "` + p.Name + `"))`)
 	}
 	forms := []string{
 		"(version 1)",
 		"(deny default)",
 		`(import "system.sb")`,
-		`(allow file-read* (literal (param "` + workerExeParam + `")))`,
-		`(allow process-exec (literal (param "` + workerExeParam + `")))`,
-		"(allow file-read-metadata" + dirs.String() + ")",
+		"(allow file-read*" + exeRules.String() + ")",
+		"(allow process-exec" + exeRules.String() + ")",
+		"(allow file-read-metadata" + dirRules.String() + ")",
 		`(allow file-read* (literal "/private/etc/localtime") (subpath "/private/var/db/timezone") (subpath "/usr/share/zoneinfo"))`,
 		"(allow sysctl-read)",
 		"(allow signal (target self))",
@@ -66,17 +78,38 @@ func (s *Seatbelt) WorkerProfile(exe string) (string, []SeatbeltParam) {
 }
 
 // WrapWorker returns `<sandbox-exec> -D NAME=value… -p <profile> --
-// <exe> args…`: argv (the helper's executable first) under
-// [Seatbelt.WorkerProfile], with the executable named by its canonical
-// path, the one the profile allows.
+// <exe> args…`: argv (the helper's executable first, made absolute) under
+// [Seatbelt.WorkerProfile]. The executable keeps the name it was given (a
+// helper may read its mode from it), the profile allows it by that name
+// and by its canonical path.
 func (s *Seatbelt) WrapWorker(argv []string) []string {
-	profile, params := s.WorkerProfile(argv[0])
+	exe := absPath(argv[0])
+	profile, params := s.WorkerProfile(exe)
 	out := []string{s.path()}
 	for _, p := range params {
 		out = append(out, "-D", p.Name+"="+p.Value)
 	}
-	out = append(out, "-p", profile, "--", params[0].Value)
+	out = append(out, "-p", profile, "--", exe)
 	return append(out, argv[1:]...)
+}
+
+// workerPaths are the canonical path of exe and, when it differs, exe
+// itself (absolute and clean).
+func workerPaths(exe string, real func(string) string) []string {
+	exe = absPath(exe)
+	if r := real(exe); r != exe {
+		return []string{r, exe}
+	}
+	return []string{exe}
+}
+
+// absPath is p absolute and clean (p cleaned when it cannot be made
+// absolute).
+func absPath(p string) string {
+	if abs, err := filepath.Abs(p); err == nil {
+		return abs
+	}
+	return filepath.Clean(p)
 }
 
 // ancestors are the directories above the clean absolute macOS path p,
@@ -89,8 +122,6 @@ func ancestors(p string) []string {
 			break
 		}
 	}
-	for i, j := 0, len(out)-1; i < j; i, j = i+1, j-1 {
-		out[i], out[j] = out[j], out[i]
-	}
+	slices.Reverse(out)
 	return out
 }

@@ -11,8 +11,9 @@ import (
 )
 
 // TestSeatbeltWorkerProfile checks the program worker's profile: deny by
-// default, its executable (canonical, as a parameter, never as profile
-// text) and the directories above it the only paths it names, no rule
+// default, its executable (by its canonical path and the link it is
+// started by, as parameters, never as profile text) and the directories
+// above them the only paths it names, no rule
 // that allows a write or the network, and the denials last, where
 // Seatbelt's last matching rule makes them win over system.sb.
 func TestSeatbeltWorkerProfile(t *testing.T) {
@@ -38,8 +39,12 @@ func TestSeatbeltWorkerProfile(t *testing.T) {
 	assert.Equal(t, []string{"--", "/Users/me/.local/share/zed/agents/dsh-acp/dsh-acp-worker", "-mem", "268435456"}, plain[len(plain)-4:])
 	assert.Contains(t, plain, "WORKER_DIR_0=/")
 	assert.Contains(t, plain, "WORKER_DIR_7=/Users/me/.local/share/zed/agents/dsh-acp")
-	assert.Equal(t, "/private/tmp/build/dsh-acp-worker", linked[len(linked)-1], "the executable runs by the canonical path the profile allows")
-	assert.Contains(t, linked, "WORKER_EXE=/private/tmp/build/dsh-acp-worker")
+	assert.Equal(t, "/tmp/build/dsh-acp-worker", linked[len(linked)-1], "the executable keeps the name it was given")
+	assert.Contains(t, linked, "WORKER_EXE_0=/private/tmp/build/dsh-acp-worker", "allowed by its canonical path")
+	assert.Contains(t, linked, "WORKER_EXE_1=/tmp/build/dsh-acp-worker", "and by the link it is started by")
+	assert.Contains(t, linked, "WORKER_DIR_1=/private")
+	assert.Contains(t, linked, "WORKER_DIR_4=/tmp")
+	assert.NotContains(t, plain, "WORKER_EXE_1", "no second name without a link")
 
 	golden.Assert(t, render(t, plain, hostile, linked), "seatbelt/worker.golden")
 }
