@@ -72,7 +72,9 @@ type Options struct {
 	Memory int64
 	// Confiner starts workers under the host's sandbox backend,
 	// read-only and without network (nil, or no usable backend: the
-	// worker's own confinement only).
+	// worker's own confinement only). On macOS it is not used: every
+	// worker runs under Seatbelt with a profile of its own, stricter than
+	// a session's.
 	Confiner Confiner
 	// Idle is how long an idle worker is kept warm (zero: DefaultIdle).
 	Idle time.Duration
@@ -206,7 +208,8 @@ func (p *Pool) put(w *worker) {
 	p.mu.Unlock()
 }
 
-// start starts a worker process, confined when a backend is usable.
+// start starts a worker process: under the worker's own Seatbelt profile
+// on macOS, elsewhere under the session's backend when one is usable.
 func (p *Pool) start(ctx context.Context) (*worker, error) {
 	path := p.o.Path
 	if path == "" {
@@ -221,7 +224,9 @@ func (p *Pool) start(ctx context.Context) (*worker, error) {
 	}
 	argv := []string{path, "-mem", strconv.FormatInt(mem, 10)}
 	var setup func(*exec.Cmd)
-	if p.o.Confiner != nil {
+	if wrapped, ok := osConfine(argv); ok {
+		argv = wrapped
+	} else if p.o.Confiner != nil {
 		// Read-only everywhere (no writable root, not even /tmp) and no
 		// network; cwd "/" as nothing in the worker is relative.
 		c, err := p.o.Confiner.Confine(ctx, argv, sandbox.Policy{Mode: sandbox.ReadOnly, NoNetwork: true})

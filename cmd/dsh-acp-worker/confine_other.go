@@ -19,6 +19,7 @@ func capMemory(mem int64) error {
 	return nil
 }
 
-// confine does nothing here: the sandbox backend the agent starts the
-// worker under (Seatbelt on darwin) confines it.
+// confine does nothing here: on macOS the agent starts the worker under
+// Seatbelt with the worker's profile (sandbox.Seatbelt.WorkerProfile: no
+// writes, no network, no reads beyond its executable's needs).
 func confine() error { return nil }

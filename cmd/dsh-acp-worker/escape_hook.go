@@ -14,9 +14,10 @@ import (
 
 // escape simulates a program that escaped the JavaScript engine: built
 // with -tags workerescape (tests only), a program whose source is
-// "//escape:write PATH", "//escape:connect HOST:PORT" or "//escape:env
-// NAME" makes the worker itself, in Go, write the file, dial the address
-// or read the variable, with every privilege the worker process has. The Done's text says what happened.
+// "//escape:write PATH", "//escape:read PATH", "//escape:connect
+// HOST:PORT" or "//escape:env NAME" makes the worker itself, in Go, write
+// or read the file, dial the address or read the variable, with every
+// privilege the worker process has. The Done's text says what happened.
 func escape(r jsproto.Run) (jsproto.Done, bool) {
 	op, arg, ok := strings.Cut(strings.TrimPrefix(strings.TrimSpace(r.Source), "//escape:"), " ")
 	if !ok || !strings.HasPrefix(strings.TrimSpace(r.Source), "//escape:") {
@@ -26,6 +27,8 @@ func escape(r jsproto.Run) (jsproto.Done, bool) {
 	switch op {
 	case "write":
 		err = os.WriteFile(arg, []byte("escaped"), 0o644)
+	case "read":
+		_, err = os.ReadFile(arg)
 	case "connect":
 		var c net.Conn
 		c, err = net.DialTimeout("tcp", arg, 2*time.Second)
