@@ -341,9 +341,6 @@ func (s *Server) shownOptions(ls *liveSession) []ConfigOption {
 		shown[optionMode] = v
 	}
 	for _, k := range ls.s.Knobs() {
-		if k.ID == agent.KnobToolMode {
-			continue // (kept out as before the registry: see the next commit)
-		}
 		if v, ok := values(k.ID); ok {
 			shown[k.ID] = v
 		}

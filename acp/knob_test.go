@@ -74,24 +74,28 @@ func (p *requestLog) last() string {
 // the throwaway knob, over a store under root.
 type knobEditor struct {
 	t     *testing.T
+	srv   *Server
 	c     *acpclient.Conn
 	store *jsonl.Store
 	model *requestLog
 }
 
-func openKnobEditor(t *testing.T, root string, ids *atomic.Int64, editorConfig bool) *knobEditor {
+func openKnobEditor(t *testing.T, root string, ids *atomic.Int64, editorConfig bool, more ...func(*agent.Config)) *knobEditor {
 	t.Helper()
 	store, err := jsonl.Open(root)
 	require.NoError(t, err)
 	model := &requestLog{}
-	rt := agent.NewRuntime(agent.Config{
+	cfg := agent.Config{
 		Model: "m", Provider: model, Store: store, Clock: FakeClock(), Log: zerolog.Nop(),
 		NewID:        func() string { return fmt.Sprintf("00000000-0000-4000-8000-%012d", ids.Add(1)) },
 		Knobs:        append(agent.BuiltinKnobs(), verbosityKnob()),
 		DurableKnobs: true,
-	})
-	srv := NewServer(FromRuntime(rt), Options{AgentName: "dsh-acp", AgentVersion: "test", EditorConfig: editorConfig}, zerolog.Nop())
-	e := &knobEditor{t: t, c: acpclient.Serve(srv.Serve, acpclient.Options{}), store: store, model: model}
+	}
+	for _, f := range more {
+		f(&cfg)
+	}
+	srv := NewServer(FromRuntime(agent.NewRuntime(cfg)), Options{AgentName: "dsh-acp", AgentVersion: "test", EditorConfig: editorConfig}, zerolog.Nop())
+	e := &knobEditor{t: t, srv: srv, c: acpclient.Serve(srv.Serve, acpclient.Options{}), store: store, model: model}
 	_, err = e.c.Initialize(e.ctx())
 	require.NoError(t, err)
 	return e
@@ -246,6 +250,45 @@ func TestAThrowawayKnobStaysOffUpstreamMenus(t *testing.T) {
 	require.True(t, errors.As(err, &we), "want a JSON-RPC error, got %v", err)
 	require.Equal(t, `Invalid params: unknown config option "verbosity"`, we.Message)
 	require.False(t, strings.Contains(string(e.c.Output()), `"level"`))
+}
+
+// TestEveryKnobChangeTheClientDidNotMakeIsAnnounced: a switch logged by
+// someone else (a tool, a plan approval) reaches the editor as
+// config_option_update, for every registered knob (the tool mode and the
+// throwaway one included), and the update lists every option the
+// session offers.
+func TestEveryKnobChangeTheClientDidNotMakeIsAnnounced(t *testing.T) {
+	var ids atomic.Int64
+	e := openKnobEditor(t, t.TempDir(), &ids, true, func(c *agent.Config) { c.ToolModeKnob = true })
+	defer e.close()
+	var nr optionsResult
+	require.NoError(t, e.call("session/new", map[string]any{"cwd": t.TempDir(), "mcpServers": []any{}}, &nr))
+	e.srv.mu.Lock()
+	log := e.srv.sessions[nr.SessionID].s.Log()
+	e.srv.mu.Unlock()
+
+	from := 0
+	for _, sw := range []struct{ typ, data, id, value string }{
+		{agent.TypeToolModeSet, `{"mode":"code"}`, agent.KnobToolMode, agent.ToolModeCode},
+		{"test/verbosity", `{"level":"chatty"}`, "verbosity", "chatty"},
+	} {
+		log.Append(sw.typ, json.RawMessage(sw.data))
+		u, next, err := e.c.WaitUpdate(e.ctx(), from, func(u acpclient.Update) bool { return u.Kind == string(UpdateConfigOption) })
+		require.NoError(t, err, "no config_option_update for %s", sw.typ)
+		from = next + 1
+		var upd optionsResult
+		require.NoError(t, json.Unmarshal(u.Raw, &upd))
+		var got []string
+		for _, o := range upd.ConfigOptions {
+			got = append(got, o.ID)
+		}
+		var want []string
+		for _, o := range nr.ConfigOptions {
+			want = append(want, o.ID)
+		}
+		require.Equal(t, want, got, "the update lists every option")
+		require.Equal(t, sw.value, upd.option(t, sw.id).CurrentValue)
+	}
 }
 
 var _ session.Store = (*jsonl.Store)(nil)
