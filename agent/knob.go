@@ -139,6 +139,17 @@ func (k Knob) Payload(value string) map[string]string { return map[string]string
 // the payload has no string in k's field (matched as encoding/json
 // matches a struct field: exactly, else ignoring case).
 func (k Knob) Decode(e session.Event) (string, bool) {
+	if p, ok := e.Payload.(map[string]string); ok && len(p) == 1 {
+		if v, ok := p[k.Field]; ok {
+			return v, true // appended by SetKnob: no decoding
+		}
+	}
+	var strs map[string]string
+	if json.Unmarshal(e.Data, &strs) == nil {
+		if v, ok := strs[k.Field]; ok {
+			return v, true
+		}
+	}
 	var fields map[string]json.RawMessage
 	if e.Decode(&fields) != nil {
 		return "", false

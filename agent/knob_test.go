@@ -78,3 +78,34 @@ func TestKnobDecodeRefusesWhatTheFoldMustSkip(t *testing.T) {
 		}
 	}
 }
+
+// BenchmarkKnobDecode measures reading a knob's value from its latest
+// event: appended in this process (the payload at hand) and loaded from a
+// store (decoded), against decoding the same data into a struct.
+func BenchmarkKnobDecode(b *testing.B) {
+	k := builtinKnobs[0]
+	appended := session.Event{Type: k.Event, Data: session.Data(k.Payload("read-only")), Payload: k.Payload("read-only")}
+	loaded := session.Event{Type: k.Event, Data: appended.Data}
+	for _, c := range []struct {
+		name string
+		e    session.Event
+	}{{"appended", appended}, {"loaded", loaded}} {
+		b.Run(c.name, func(b *testing.B) {
+			for range b.N {
+				if v, ok := k.Decode(c.e); !ok || v != "read-only" {
+					b.Fatal(v)
+				}
+			}
+		})
+	}
+	b.Run("struct", func(b *testing.B) {
+		for range b.N {
+			var v struct {
+				Mode string `json:"mode"`
+			}
+			if loaded.Decode(&v) != nil || v.Mode != "read-only" {
+				b.Fatal(v)
+			}
+		}
+	})
+}
