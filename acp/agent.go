@@ -69,8 +69,14 @@ type Disposer interface {
 type Knobs interface {
 	// Knob returns a config knob's current value and whether it exists.
 	Knob(id string) (string, bool)
-	// SetKnob switches a knob (the value is already validated).
-	SetKnob(id, value string)
+	// SetKnob switches a knob: an id the session does not have is an
+	// *agent.UnknownKnobError, a value its knob does not allow an
+	// *agent.KnobValueError.
+	SetKnob(id, value string) error
+	// Knobs are the knobs the session's runtime registers, in anchoring
+	// order (fixed for the session's life; it takes no lock, so it may be
+	// called from inside the log's append).
+	Knobs() []agent.Knob
 }
 
 // ModeSwitcher is a session's mode (modes.go, and the mode option).

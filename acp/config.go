@@ -1,6 +1,7 @@
 package acp
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"runtime"
@@ -9,61 +10,59 @@ import (
 	"time"
 
 	"github.com/dsh-acp/dsh-acp/agent"
-	"github.com/dsh-acp/dsh-acp/approval"
 	"github.com/dsh-acp/dsh-acp/capabilities/plan"
-	"github.com/dsh-acp/dsh-acp/sandbox"
 )
 
-// Config option ids.
+// Config option ids besides the knobs' (agent.Knob.ID).
 const (
-	optionSandbox  = agent.KnobSandboxMode
-	optionApproval = agent.KnobApprovalPolicy
 	// optionMode is the session mode as a config option (with
 	// Options.EditorConfig).
 	optionMode = "mode"
-	// optionModel and optionThinking are the model knobs (with
-	// Options.Models).
-	optionModel    = agent.KnobModel
-	optionThinking = agent.KnobThinking
-	// optionTools is how the session's tools reach the model: native
-	// calls, a run_code program, or both (with Options.EditorConfig).
-	optionTools = agent.KnobToolMode
-	// optionNetwork is whether confined commands reach the network (with
-	// Options.EditorConfig), in the Sandbox area.
-	optionNetwork = agent.KnobNetwork
+	// optionModel is the Model knob, which other requests read (images).
+	optionModel = agent.KnobModel
 )
 
 // choice is one value of an option as the editor's user sees it.
 type choice struct{ value, name, description string }
 
+// choicesOf converts a knob's choices.
+func choicesOf(cs []agent.Choice) []choice {
+	out := make([]choice, len(cs))
+	for i, c := range cs {
+		out[i] = choice{c.Value, c.Name, c.Description}
+	}
+	return out
+}
+
 var (
-	sandboxChoices = []choice{
-		{string(sandbox.ReadOnly), "Read only", "Commands and file tools may read but change nothing on disk; a write asks first."},
-		{string(sandbox.WorkspaceWrite), "Workspace", "Commands and file tools may change the project and the session's /tmp; writes elsewhere ask first."},
-		{string(sandbox.DangerFullAccess), "Full access", "Commands run unconfined and file tools reach any path, without asking. Use with care."},
-	}
-	networkChoices = []choice{
-		{agent.NetworkOff, "Off", "Sandboxed commands cannot connect anywhere; a command that needs the network asks first."},
-		{agent.NetworkOn, "On", "Sandboxed commands may connect anywhere."},
-	}
-	approvalChoices = []choice{
-		{string(approval.PolicyAsk), "Ask me", "Permission requests reach you, and you decide each one."},
-		{string(approval.PolicyNever), "Never ask", "Permission requests are rejected without asking; the agent works within the sandbox."},
-	}
-	thinkingChoices = []choice{
-		{agent.ThinkingEnabled, "On", "The model reasons before it answers: slower, better at hard problems."},
-		{agent.ThinkingDisabled, "Off", "The model answers at once: faster and cheaper."},
-	}
-	toolModeChoices = []choice{
-		{agent.ToolModeNative, "Native", "The model calls each tool directly, one card per call."},
-		{agent.ToolModeCode, "Code", "The model writes one TypeScript program (run_code) that calls the tools; fewer round trips."},
-		{agent.ToolModeBoth, "Both", "The model may call tools directly or write a program that calls them."},
-	}
-	modeChoices = map[string]choice{
+	// sandboxChoices name the sandbox modes as the Sandbox menu does where
+	// a backend exists (permission requests name them so too).
+	sandboxChoices = builtinChoices(agent.KnobSandboxMode, "linux")
+	modeChoices    = map[string]choice{
 		agent.DefaultMode: {agent.DefaultMode, "Default", "The agent reads, edits and runs commands within the sandbox."},
 		plan.ModeID:       {plan.ModeID, "Plan", "Read-only: the agent investigates and presents a plan for your approval before changing anything."},
 	}
 )
+
+// builtinChoices are the choices of a built-in knob on goos.
+func builtinChoices(id, goos string) []choice {
+	for _, k := range agent.BuiltinKnobs() {
+		if k.ID == id && k.Choices != nil {
+			return choicesOf(k.Choices(goos))
+		}
+	}
+	return nil
+}
+
+// knobOf returns the session's knob id.
+func knobOf(s Knobs, id string) (agent.Knob, bool) {
+	for _, k := range s.Knobs() {
+		if k.ID == id {
+			return k, true
+		}
+	}
+	return agent.Knob{}, false
+}
 
 // optionValues reports a session's option values: the knobs, and the mode
 // under "mode" (false: not composed).
@@ -120,13 +119,9 @@ func modelName(id string) string {
 	return strings.Join(words, " ")
 }
 
-// modelOptions are the Model option and, when the current model takes it,
-// the Thinking option.
-func (s *Server) modelOptions(ctx context.Context, values optionValues) []ConfigOption {
-	model, ok := values(optionModel)
-	if !ok || s.opts.Models == nil {
-		return nil
-	}
+// modelChoices returns the Model menu (the offered models, model among
+// them) and whether model takes a thinking switch.
+func (s *Server) modelChoices(ctx context.Context, model string) ([]choice, bool) {
 	ms := s.models(ctx, model)
 	cs := make([]choice, len(ms))
 	thinks := false
@@ -140,29 +135,46 @@ func (s *Server) modelOptions(ctx context.Context, values optionValues) []Config
 		}
 		thinks = thinks || (m.ID == model && m.Thinking)
 	}
-	out := []ConfigOption{{ID: optionModel, Name: "Model",
-		Description: "The model this session's requests go to.",
-		Category:    "model", Type: "select", CurrentValue: model, Options: namedOptions(cs)}}
-	if v, ok := values(optionThinking); ok && thinks {
-		out = append(out, ConfigOption{ID: optionThinking, Name: "Thinking",
-			Description: "Whether the model reasons before it answers.",
-			Category:    "thought_level", Type: "select", CurrentValue: v, Options: namedOptions(thinkingChoices)})
+	return cs, thinks
+}
+
+// knobOption renders knob k's editor option with value v (false: not
+// offered now: a model knob without a model list, a thinking switch the
+// current model does not take).
+func (s *Server) knobOption(ctx context.Context, k agent.Knob, v string, values optionValues) (ConfigOption, bool) {
+	var cs []choice
+	switch k.Values {
+	case agent.ValuesModels, agent.ValuesThinking:
+		model, ok := values(optionModel)
+		if !ok || s.opts.Models == nil {
+			return ConfigOption{}, false
+		}
+		models, thinks := s.modelChoices(ctx, model)
+		if k.Values == agent.ValuesModels {
+			cs = models
+		} else if !thinks {
+			return ConfigOption{}, false
+		}
 	}
-	return out
+	if cs == nil && k.Choices != nil {
+		cs = choicesOf(k.Choices(runtime.GOOS))
+	}
+	return ConfigOption{ID: k.ID, Name: k.Option.Name, Description: k.Option.Description,
+		Category: k.Option.Category, Type: "select", CurrentValue: v, Options: namedOptions(cs)}, true
 }
 
 // optionsFrom builds the option list from values; with EditorConfig the
 // mode leads, and every option and value has a human name and a
 // description.
-func (s *Server) optionsFrom(sess ModeSwitcher, values optionValues) []ConfigOption {
+func (s *Server) optionsFrom(sess settings, values optionValues) []ConfigOption {
 	return s.optionsWith(context.Background(), sess, values)
 }
 
 // optionsWith is optionsFrom waiting at most until ctx ends for the model
 // list.
-func (s *Server) optionsWith(ctx context.Context, sess ModeSwitcher, values optionValues) []ConfigOption {
+func (s *Server) optionsWith(ctx context.Context, sess settings, values optionValues) []ConfigOption {
 	if !s.opts.EditorConfig {
-		return upstreamOptions(values)
+		return upstreamOptions(sess.Knobs(), values)
 	}
 	var out []ConfigOption
 	if v, ok := values(optionMode); ok {
@@ -175,26 +187,14 @@ func (s *Server) optionsWith(ctx context.Context, sess ModeSwitcher, values opti
 			Description: "How much the agent may do on its own in this session.",
 			Category:    "mode", Type: "select", CurrentValue: v, Options: namedOptions(cs)})
 	}
-	out = append(out, s.modelOptions(ctx, values)...)
-	if v, ok := values(optionSandbox); ok {
-		out = append(out, ConfigOption{ID: optionSandbox, Name: "Sandbox",
-			Description: "What the agent's commands and file tools may touch without asking you.",
-			Category:    "_sandbox", Type: "select", CurrentValue: v, Options: namedOptions(sandboxMenu(runtime.GOOS))})
-	}
-	if v, ok := values(optionNetwork); ok {
-		out = append(out, ConfigOption{ID: optionNetwork, Name: "Network",
-			Description: "Whether the agent's sandboxed commands may reach the network without asking you.",
-			Category:    "_network", Type: "select", CurrentValue: v, Options: namedOptions(networkChoices)})
-	}
-	if v, ok := values(optionApproval); ok {
-		out = append(out, ConfigOption{ID: optionApproval, Name: "Approvals",
-			Description: "Whether requests to go beyond the sandbox reach you.",
-			Category:    "_approvals", Type: "select", CurrentValue: v, Options: namedOptions(approvalChoices)})
-	}
-	if v, ok := values(optionTools); ok {
-		out = append(out, ConfigOption{ID: optionTools, Name: "Tools",
-			Description: "How the agent calls its tools: one by one, or from a program it writes.",
-			Category:    "_tools", Type: "select", CurrentValue: v, Options: namedOptions(toolModeChoices)})
+	knobs := slices.Clone(sess.Knobs())
+	slices.SortStableFunc(knobs, func(a, b agent.Knob) int { return cmp.Compare(a.Option.Order, b.Option.Order) })
+	for _, k := range knobs {
+		if v, ok := values(k.ID); ok {
+			if o, ok := s.knobOption(ctx, k, v, values); ok {
+				out = append(out, o)
+			}
+		}
 	}
 	return out
 }
@@ -207,18 +207,22 @@ func modeChoice(id string) choice {
 	return choice{value: id, name: id}
 }
 
-// upstreamOptions is upstream's option list (acp-bridge § 9).
-func upstreamOptions(values optionValues) []ConfigOption {
+// upstreamOptions is upstream's option list (acp-bridge § 9): the knobs
+// with an upstream rendering, raw values as names.
+func upstreamOptions(knobs []agent.Knob, values optionValues) []ConfigOption {
 	var out []ConfigOption
-	if v, ok := values(optionSandbox); ok {
-		out = append(out, ConfigOption{ID: optionSandbox, Name: "Sandbox",
-			Description: "The file sandbox mode bash commands in this session run under.",
-			Category:    "mode", Type: "select", CurrentValue: v, Options: selectOptions(sandbox.Modes())})
-	}
-	if v, ok := values(optionApproval); ok {
-		out = append(out, ConfigOption{ID: optionApproval, Name: "Approvals",
-			Description: "ask: permission prompts reach you; never: they are rejected automatically.",
-			Type:        "select", CurrentValue: v, Options: selectOptions(approval.Policies())})
+	for _, k := range knobs {
+		if k.Upstream == nil || k.Choices == nil {
+			continue
+		}
+		if v, ok := values(k.ID); ok {
+			var vs []string
+			for _, c := range k.Choices(runtime.GOOS) {
+				vs = append(vs, c.Value)
+			}
+			out = append(out, ConfigOption{ID: k.ID, Name: k.Upstream.Name, Description: k.Upstream.Description,
+				Category: k.Upstream.Category, Type: "select", CurrentValue: v, Options: selectOptions(vs)})
+		}
 	}
 	return out
 }
@@ -256,74 +260,66 @@ func (s *Server) setConfigOption(params json.RawMessage) (any, error) {
 		}
 		return nil, invalidParams("config option %s is a select; boolean values are not accepted", req.ConfigID)
 	}
-	quoted, _ := marshal(value)
-	switch req.ConfigID {
-	case optionSandbox:
-		if _, ok := ls.s.Knob(optionSandbox); !ok || !sandbox.Mode(value).Valid() {
-			return nil, invalidParams("unknown sandbox-mode value %s", quoted)
-		}
-	case optionApproval:
-		if _, ok := ls.s.Knob(optionApproval); !ok || !approval.Policy(value).Valid() {
-			return nil, invalidParams("unknown approval-policy value %s", quoted)
-		}
-	case optionModel, optionThinking:
-		if err := s.checkModelValue(ls, req.ConfigID, value, quoted); err != nil {
-			return nil, err
-		}
-	case optionTools:
-		if _, ok := ls.s.Knob(optionTools); !ok || !s.opts.EditorConfig {
-			id, _ := marshal(req.ConfigID)
-			return nil, invalidParams("unknown config option %s", id)
-		}
-		if !slices.ContainsFunc(toolModeChoices, func(c choice) bool { return c.value == value }) {
-			return nil, invalidParams("unknown tool-mode value %s", quoted)
-		}
-	case optionNetwork:
-		if _, ok := ls.s.Knob(optionNetwork); !ok || !s.opts.EditorConfig {
-			id, _ := marshal(req.ConfigID)
-			return nil, invalidParams("unknown config option %s", id)
-		}
-		if !slices.ContainsFunc(networkChoices, func(c choice) bool { return c.value == value }) {
-			return nil, invalidParams("unknown network value %s", quoted)
-		}
-	case optionMode:
+	if req.ConfigID == optionMode {
 		if !s.opts.EditorConfig {
-			id, _ := marshal(req.ConfigID)
-			return nil, invalidParams("unknown config option %s", id)
+			return nil, &agent.UnknownKnobError{ID: req.ConfigID}
 		}
 		if err := s.switchMode(ls, value); err != nil {
 			return nil, err
 		}
 		return SetConfigOptionResponse{ConfigOptions: s.shownOptions(ls)}, nil
-	default:
-		id, _ := marshal(req.ConfigID)
-		return nil, invalidParams("unknown config option %s", id)
 	}
-	ls.s.SetKnob(req.ConfigID, value)
+	if err := s.checkKnobValue(ls, req.ConfigID, value); err != nil {
+		return nil, err
+	}
+	if err := ls.s.SetKnob(req.ConfigID, value); err != nil {
+		return nil, err
+	}
 	return SetConfigOptionResponse{ConfigOptions: s.shownOptions(ls)}, nil
 }
 
-// checkModelValue validates a Model or Thinking value.
-func (s *Server) checkModelValue(ls *liveSession, id, value string, quoted []byte) error {
-	model, ok := ls.s.Knob(optionModel)
-	if !ok || s.opts.Models == nil || !s.opts.EditorConfig {
-		id, _ := marshal(id)
-		return invalidParams("unknown config option %s", id)
+// checkKnobValue validates a knob's new value. An id the session has no
+// option for is an *agent.UnknownKnobError; an editor knob is one unless
+// the session offers it with EditorConfig, while a knob upstream renders
+// is always known there and, not offered, allows no value (upstream's
+// bridge knows both ids: acp-bridge § 7).
+func (s *Server) checkKnobValue(ls *liveSession, id, value string) error {
+	k, known := knobOf(ls.s, id)
+	_, offered := ls.s.Knob(id)
+	if !known || k.Upstream == nil && (!offered || !s.opts.EditorConfig) {
+		return &agent.UnknownKnobError{ID: id}
 	}
+	switch k.Values {
+	case agent.ValuesModels, agent.ValuesThinking:
+		if s.opts.Models == nil {
+			return &agent.UnknownKnobError{ID: id}
+		}
+		if err := s.checkModelValue(ls, k, value); err != nil {
+			return err
+		}
+	}
+	if !offered || !k.Allows(runtime.GOOS, value) {
+		return &agent.KnobValueError{ID: id, Value: value}
+	}
+	return nil
+}
+
+// checkModelValue validates a value of a knob whose values are the model
+// list's: a model it lists, or a thinking switch the current model takes.
+func (s *Server) checkModelValue(ls *liveSession, k agent.Knob, value string) error {
+	model, _ := ls.s.Knob(optionModel)
 	ctx, cancel := context.WithTimeout(context.Background(), modelListWait)
 	defer cancel()
 	ms := s.models(ctx, model)
-	if id == optionModel {
+	if k.Values == agent.ValuesModels {
 		if !slices.ContainsFunc(ms, func(m ModelChoice) bool { return m.ID == value }) {
+			quoted, _ := marshal(value)
 			return invalidParams("unknown model %s; the Model option lists the available ones", quoted)
 		}
 		return nil
 	}
 	if !slices.ContainsFunc(ms, func(m ModelChoice) bool { return m.ID == model && m.Thinking }) {
 		return invalidParams("model %s takes no thinking switch", model)
-	}
-	if value != agent.ThinkingEnabled && value != agent.ThinkingDisabled {
-		return invalidParams("unknown thinking value %s", quoted)
 	}
 	return nil
 }
@@ -341,9 +337,12 @@ func (s *Server) shownOptions(ls *liveSession) []ConfigOption {
 	// Every value is remembered, shown or not: a model switch may bring
 	// the Thinking option in.
 	shown := map[string]string{}
-	for _, id := range []string{optionMode, optionModel, optionThinking, optionSandbox, optionNetwork, optionApproval} {
-		if v, ok := values(id); ok {
-			shown[id] = v
+	if v, ok := values(optionMode); ok {
+		shown[optionMode] = v
+	}
+	for _, k := range ls.s.Knobs() {
+		if v, ok := values(k.ID); ok {
+			shown[k.ID] = v
 		}
 	}
 	s.mu.Lock()

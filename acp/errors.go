@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"strings"
 
+	"github.com/dsh-acp/dsh-acp/agent"
 	"github.com/dsh-acp/dsh-acp/internal/jsonx"
 	"github.com/dsh-acp/dsh-acp/session"
 )
@@ -54,13 +55,26 @@ func badParams(err error) *Error {
 	return &Error{Code: CodeInvalidParams, Message: "Invalid params", Data: detailsData(err.Error())}
 }
 
-// toError maps any handler error to its wire form: *Error as is; any other
+// toError maps any handler error to its wire form: *Error as is; a knob id
+// the session does not have or a value its knob does not allow
+// (agent.UnknownKnobError, agent.KnobValueError) is -32602 naming it; any other
 // error becomes -32603 "Internal error" with data {"details": message} (or
 // the message itself when it is JSON, or {} when empty).
 func toError(err error) *Error {
-	var e *Error
-	if errors.As(err, &e) {
+	var (
+		e       *Error
+		unknown *agent.UnknownKnobError
+		value   *agent.KnobValueError
+	)
+	switch {
+	case errors.As(err, &e):
 		return e
+	case errors.As(err, &unknown):
+		id, _ := marshal(unknown.ID)
+		return invalidParams("unknown config option %s", id)
+	case errors.As(err, &value):
+		v, _ := marshal(value.Value)
+		return invalidParams("unknown %s value %s", value.ID, v)
 	}
 	msg := err.Error()
 	out := &Error{Code: CodeInternalError, Message: "Internal error"}

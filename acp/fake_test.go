@@ -234,14 +234,20 @@ func (s *FakeSession) Knob(id string) (string, bool) {
 }
 
 // SetKnob implements Session.
-func (s *FakeSession) SetKnob(id, value string) {
+func (s *FakeSession) SetKnob(id, value string) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if _, ok := s.knobs[id]; ok {
-		s.knobs[id] = value
-		s.journal = append(s.journal, "knob:"+id+"="+value)
+	if _, ok := s.knobs[id]; !ok {
+		return &agent.UnknownKnobError{ID: id}
 	}
+	s.knobs[id] = value
+	s.journal = append(s.journal, "knob:"+id+"="+value)
+	return nil
 }
+
+// Knobs implements Session: the built-in knobs (FakeAgent.Knobs says
+// which of them a session has).
+func (s *FakeSession) Knobs() []agent.Knob { return agent.BuiltinKnobs() }
 
 // Modes implements Session.
 func (s *FakeSession) Modes() ([]string, bool) {

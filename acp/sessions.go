@@ -142,6 +142,10 @@ func (s *Server) attach(ls *liveSession) {
 	p.live = &ls.live
 	p.compaction = s.compactionUpdates()
 	id := ls.s.ID()
+	knobs := map[string]agent.Knob{} // by event type
+	for _, k := range ls.s.Knobs() {
+		knobs[k.Event] = k
+	}
 	ls.unsub = ls.s.Log().Subscribe(func(ev session.Event) {
 		if u, ok := s.titleOf(ls, ev); ok {
 			s.notify("session/update", SessionNotification{SessionID: id, Update: u})
@@ -167,28 +171,14 @@ func (s *Server) attach(ls *liveSession) {
 			if ev.Decode(&m) == nil {
 				s.modeChanged(ls, m.Mode)
 			}
-		case session.TypeSandboxMode, session.TypeApprovalPolicy, agent.TypeModelSet, agent.TypeThinkingSet, agent.TypeNetworkSet:
-			var v struct {
-				Mode     string `json:"mode"`
-				Policy   string `json:"policy"`
-				Model    string `json:"model"`
-				Thinking string `json:"thinking"`
-				Network  string `json:"network"`
-			}
-			if ev.Decode(&v) == nil {
-				s.optionChanged(ls, knobOfEvent[ev.Type], v.Mode+v.Policy+v.Model+v.Thinking+v.Network)
+		default:
+			if k, ok := knobs[ev.Type]; ok {
+				if v, ok := k.Decode(ev); ok {
+					s.optionChanged(ls, k.ID, v)
+				}
 			}
 		}
 	})
-}
-
-// knobOfEvent maps knob event types to their option ids.
-var knobOfEvent = map[string]string{
-	session.TypeSandboxMode:    optionSandbox,
-	session.TypeApprovalPolicy: optionApproval,
-	agent.TypeModelSet:         optionModel,
-	agent.TypeThinkingSet:      optionThinking,
-	agent.TypeNetworkSet:       optionNetwork,
 }
 
 // loadSession handles session/load: checks, resume, replay of the whole log

@@ -66,8 +66,8 @@ func TestChildInheritsTheEffectiveBoundaries(t *testing.T) {
 	assert.False(t, ok, "a closed child is forgotten")
 	require.NoError(t, s.Close(ctx))
 
-	assert.Equal(t, "read-only", narrower(KnobSandboxMode, "danger-full-access", "read-only"))
-	assert.Equal(t, "workspace-write", narrower(KnobSandboxMode, "workspace-write", "bogus"), "an unknown value is the widest")
+	assert.Equal(t, "read-only", narrower(builtinKnobs[0].Narrowest, "danger-full-access", "read-only"))
+	assert.Equal(t, "workspace-write", narrower(builtinKnobs[0].Narrowest, "workspace-write", "bogus"), "an unknown value is the widest")
 }
 
 // The live-children ceiling holds for a whole tree under concurrent

@@ -259,11 +259,11 @@ func sameMessages(a, b []llm.Message) bool {
 
 // verifyLog compares the folds a log keeps at hand (session.Log.Last)
 // with the same folds computed from scratch over its events.
-func verifyLog(log *session.Log, def approval.Policy) error {
+func verifyLog(log *session.Log, def approval.Policy, knobs []Knob) error {
 	events := log.Events()
-	for _, id := range knobIDs {
-		if got, want := lastKnob(log, id), foldKnob(events, id); got != want {
-			return fmt.Errorf("knob %s: the log keeps %q, its events fold to %q", id, got, want)
+	for _, k := range knobs {
+		if got, want := lastKnob(log, k), foldKnob(events, k); got != want {
+			return fmt.Errorf("knob %s: the log keeps %q, its events fold to %q", k.ID, got, want)
 		}
 	}
 	if got, want := lastMode(log), foldMode(events); got != want {
@@ -290,7 +290,7 @@ func (s *Session) checkDerivation(r *derived) error {
 	}
 	err := r.verify(s.log.Events())
 	if err == nil {
-		err = verifyLog(s.log, def)
+		err = verifyLog(s.log, def, s.rt.knobs())
 	}
 	if err != nil {
 		return fmt.Errorf("incremental derivation: %w", err)

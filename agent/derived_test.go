@@ -75,7 +75,7 @@ func TestDerivedMatchesFullFolds(t *testing.T) {
 				// keeps this test linear in the chunks.
 				if events[i-1].Type != session.TypeAssistantChunk {
 					require.NoError(t, every.verify(prefix))
-					require.NoError(t, verifyLog(session.ResumeLog(h, prefix, nil, nil), approval.PolicyAsk))
+					require.NoError(t, verifyLog(session.ResumeLog(h, prefix, nil, nil), approval.PolicyAsk, BuiltinKnobs()))
 				}
 				// A reader that looks only at step starts folds many
 				// events at once; it must land on the same state.

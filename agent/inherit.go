@@ -3,9 +3,7 @@ package agent
 import (
 	"slices"
 
-	"github.com/dsh-acp/dsh-acp/approval"
 	"github.com/dsh-acp/dsh-acp/capabilities/pipeline"
-	"github.com/dsh-acp/dsh-acp/sandbox"
 )
 
 // Inheritable is a composition member (Config.Members) that a child agent
@@ -17,26 +15,9 @@ type Inheritable interface {
 	Inherit(child pipeline.Session) any
 }
 
-// inheritedKnobs are the boundaries a child inherits, in anchoring order.
-var inheritedKnobs = [...]string{KnobSandboxMode, KnobApprovalPolicy, KnobNetwork}
-
-// narrowness orders a knob's values from the narrowest; a value it does
-// not list is the widest.
-func narrowness(id string) []string {
-	switch id {
-	case KnobSandboxMode:
-		return []string{string(sandbox.ReadOnly), string(sandbox.WorkspaceWrite), string(sandbox.DangerFullAccess)}
-	case KnobApprovalPolicy:
-		return []string{string(approval.PolicyNever), string(approval.PolicyAsk)}
-	case KnobNetwork:
-		return []string{NetworkOff, NetworkOn}
-	}
-	return nil
-}
-
-// narrower returns the narrower of two values of knob id.
-func narrower(id, a, b string) string {
-	order := narrowness(id)
+// narrower returns the narrower of two values of a knob whose values
+// order lists from the narrowest; a value it does not list is the widest.
+func narrower(order []string, a, b string) string {
 	rank := func(v string) int {
 		if i := slices.Index(order, v); i >= 0 {
 			return i
@@ -52,9 +33,9 @@ func narrower(id, a, b string) string {
 // effective is the value of knob id that binds s now: the narrower of a
 // switch the user made (held for the next turn, which s's tools already
 // read) and what s's log says (what its approval service folds).
-func (s *Session) effective(id string) string {
-	cur, _ := s.Knob(id)
-	return narrower(id, cur, s.folded(id))
+func (s *Session) effective(k Knob) string {
+	cur, _ := s.Knob(k.ID)
+	return narrower(k.Narrowest, cur, s.folded(k.ID))
 }
 
 // effectiveMode is s's session mode for a child: a mode with a policy
@@ -80,11 +61,12 @@ func (s *Session) effectiveMode() string {
 // (bash escalation, a write under read-only), which reaches the user of
 // the root session.
 func (s *Session) inherit(child *Session) {
-	for _, id := range inheritedKnobs {
-		if _, ok := s.knobDefault(id); !ok {
+	for _, k := range s.rt.knobs() {
+		id := k.ID
+		if _, ok := s.knobDefault(id); !ok || k.Narrowest == nil {
 			continue
 		}
-		v := s.effective(id)
+		v := s.effective(k)
 		if cur, _ := child.Knob(id); cur == v && child.folded(id) == v {
 			continue
 		}

@@ -3,17 +3,15 @@ package agent
 import (
 	"context"
 	"fmt"
-	"strings"
 
-	"github.com/dsh-acp/dsh-acp/approval"
 	"github.com/dsh-acp/dsh-acp/capabilities/pipeline"
 	"github.com/dsh-acp/dsh-acp/session"
 )
 
 // builtinMembers are the runtime's own pipeline members, ahead of the
 // composition's: the mode service (when modes are composed), knob
-// anchoring, background-task notices and the approval narrator (when an
-// approval service is composed).
+// anchoring, background-task notices and the narrators of the offered
+// knobs that have one (the approval policy's).
 func (s *Session) builtinMembers() []any {
 	var ms []any
 	if s.rt.cfg.Modes != nil {
@@ -23,10 +21,7 @@ func (s *Session) builtinMembers() []any {
 		ms = append(ms, toolModeGate{s: s})
 	}
 	ms = append(ms, knobAnchor{s: s}, injections{s: s})
-	if s.rt.cfg.Approval != nil {
-		ms = append(ms, &narrator{s: s})
-	}
-	return ms
+	return append(ms, s.narrators()...)
 }
 
 // modeService puts session modes on the pipeline
@@ -118,8 +113,8 @@ func (m *modeService) noticeUndefined() {
 
 // knobAnchor appends held knob switches inside the prompt-submit chain
 // (sandbox-approval-modes § 7): after the mode flush, before hooks and
-// user/message; sandbox mode first, then approval policy, each only if it
-// still differs from the log.
+// user/message; in the knobs' anchoring order (sandbox mode first, then
+// approval policy), each only if it still differs from the log.
 type knobAnchor struct{ s *Session }
 
 // Name implements pipeline.Namer.
@@ -128,14 +123,13 @@ func (knobAnchor) Name() string { return "knobs" }
 // SubmitPrompt implements pipeline.PromptSubmitter.
 func (k knobAnchor) SubmitPrompt(context.Context, pipeline.Session, pipeline.Prompt) (pipeline.PromptDecision, error) {
 	s := k.s
-	for _, id := range knobIDs {
+	for _, kn := range s.rt.knobs() {
 		s.mu.Lock()
-		v, ok := s.pending[id]
-		delete(s.pending, id)
+		v, ok := s.pending[kn.ID]
+		delete(s.pending, kn.ID)
 		s.mu.Unlock()
-		if ok && v != s.folded(id) {
-			typ, data := knobEvent(id, v)
-			s.log.Append(typ, data)
+		if ok && v != s.folded(kn.ID) {
+			s.log.Append(kn.Event, kn.Payload(v))
 		}
 	}
 	return pipeline.PromptDecision{}, nil
@@ -158,43 +152,6 @@ func (in injections) PrepareStep(context.Context, pipeline.Session, pipeline.Ste
 		d.Notices = append(d.Notices, pipeline.Context{Source: m.Source, Content: m.Content})
 	}
 	return d, nil
-}
-
-// narrator tells the model, before a step, that the approval policy
-// changed since it was last told (sandbox-approval-modes § 6).
-type narrator struct {
-	s    *Session
-	told approval.Policy // the policy the model was last told ("" = not yet)
-}
-
-// Name implements pipeline.Namer.
-func (*narrator) Name() string { return "approval narrator" }
-
-// PrepareStep implements pipeline.StepPreparer.
-func (n *narrator) PrepareStep(context.Context, pipeline.Session, pipeline.Step) (pipeline.StepDecision, error) {
-	log := n.s.log
-	current := n.s.rt.cfg.Approval.PolicyOf(log)
-	told := n.told
-	if told == "" {
-		r := n.s.derive()
-		h, ok := r.hdr, r.hasHdr
-		r.mu.Unlock()
-		if ok {
-			told = approval.PolicyAsk
-			if strings.Contains(h.System, approval.NeverSection) {
-				told = approval.PolicyNever
-			}
-		}
-	}
-	n.told = current
-	if told == "" || told == current {
-		return pipeline.StepDecision{}, nil
-	}
-	byUser := log.LastSeq(session.TypeApprovalPolicy) > max(log.LastSeq(session.TypeRequestHeader), log.LastSeq(session.TypeRequestHeaderDelta))
-	return pipeline.StepDecision{Notices: []pipeline.Context{{
-		Source:  session.PluginSource("approval"),
-		Content: []session.Block{session.TextBlock(approval.Narration(told, current, byUser))},
-	}}}, nil
 }
 
 // start runs the pipeline's session-start members detached; what they

@@ -72,6 +72,12 @@ type Config struct {
 	// both; logged tools/mode events), read by the composition's tools
 	// through Session.Knob.
 	ToolModeKnob bool
+	// Knobs are the per-session knobs the runtime knows, in anchoring
+	// order (nil: BuiltinKnobs). Each says whether a composition offers it
+	// (Knob.Default); adding one is one value here: the session logs,
+	// folds, anchors and restores it, and the ACP bridge offers and
+	// validates it, from that value alone.
+	Knobs []Knob
 	// Delegation bounds the child agents of each session tree (zero: no
 	// bounds, as upstream).
 	Delegation Delegation

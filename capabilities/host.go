@@ -59,8 +59,9 @@ type Host struct {
 type Knobs interface {
 	// Knob returns a knob's current value and whether the session has it.
 	Knob(id string) (string, bool)
-	// SetKnob switches a knob (the value is already validated).
-	SetKnob(id, value string)
+	// SetKnob switches a knob; an id the session does not have, or a
+	// value the knob does not allow, is an error.
+	SetKnob(id, value string) error
 }
 
 // Modes reports a session's mode.
