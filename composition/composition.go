@@ -242,24 +242,6 @@ func (c Composition) Has(family string) bool {
 	return false
 }
 
-// Features this build does not implement yet; the replay harness names
-// them when a scenario that needs one fails.
-const (
-	FeatureHooks       = "hooks (Claude Code / Codex hook bridges)"
-	FeatureApproval    = "approval service"
-	FeatureSandbox     = "sandbox executor and its config options"
-	FeatureModes       = "session modes (plan mode)"
-	FeatureCodeMode    = "run_code (code tool mode)"
-	FeatureSubagents   = "subagents"
-	FeatureWorkflow    = "workflow tool"
-	FeatureRepeatGuard = "repeat-tool guard"
-)
-
-// Built reports whether this build implements feature.
-func Built(feature string) bool {
-	return true
-}
-
 // Deps are the services tools reach through the composition.
 type Deps struct {
 	// Asker puts questions to the user's editor (nil: the session host's
