@@ -101,7 +101,7 @@ func FuzzHandlers(f *testing.F) {
 		if !json.Valid(params) || bytes.Contains(params, []byte("#block")) {
 			return // params always come from a valid line; #block parks the fake turn
 		}
-		srv, fa := NewFakeServer(Options{ListSessions: true, ClearErrors: true, MaxPromptBytes: 1 << 10})
+		srv, fa := NewFakeServer(Options{Features: Features{ListSessions: true, ClearErrors: true}, MaxPromptBytes: 1 << 10})
 		fa.Knobs = map[string]string{"sandbox-mode": "read-only", "approval-policy": "ask"}
 		fa.Modes = []string{"default", "plan"}
 		fa.Store("stored-1", "/w", "earlier")
