@@ -1,6 +1,7 @@
 package acp
 
 import (
+	"context"
 	"encoding/json"
 
 	"github.com/dsh-acp/dsh-acp/internal/jsonx"
@@ -160,7 +161,7 @@ type AuthenticateRequest struct {
 // auth_required saying how to provide one. The terminal sign-in's id is
 // accepted too: clients of the older _meta form call authenticate with it
 // once the sign-in ran.
-func (s *Server) authenticate(params json.RawMessage) (any, error) {
+func (s *Server) authenticate(_ context.Context, params json.RawMessage) (any, error) {
 	a := s.opts.EnvAuth
 	if a == nil {
 		return struct{}{}, nil
@@ -178,7 +179,7 @@ func (s *Server) authenticate(params json.RawMessage) (any, error) {
 
 // logout forgets the stored key. A key in the environment stays: it is
 // the launching client's to remove.
-func (s *Server) logout() (any, error) {
+func (s *Server) logout(context.Context, json.RawMessage) (any, error) {
 	if err := s.opts.EnvAuth.Logout(); err != nil {
 		return nil, internalError("logout: %v", err)
 	}

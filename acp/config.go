@@ -240,7 +240,7 @@ func namedOptions(cs []choice) []SelectOption {
 }
 
 // setConfigOption handles session/set_config_option (acp-bridge § 7).
-func (s *Server) setConfigOption(params json.RawMessage) (any, error) {
+func (s *Server) setConfigOption(ctx context.Context, params json.RawMessage) (any, error) {
 	var req SetConfigOptionRequest
 	if err := decode(params, &req); err != nil {
 		return nil, err
@@ -267,7 +267,7 @@ func (s *Server) setConfigOption(params json.RawMessage) (any, error) {
 			return nil, invalidParams("unknown approval-policy value %s", quoted)
 		}
 	case optionModel, optionThinking:
-		if err := s.checkModelValue(ls, req.ConfigID, value, quoted); err != nil {
+		if err := s.checkModelValue(ctx, ls, req.ConfigID, value, quoted); err != nil {
 			return nil, err
 		}
 	case optionTools:
@@ -294,23 +294,23 @@ func (s *Server) setConfigOption(params json.RawMessage) (any, error) {
 		if err := s.switchMode(ls, value); err != nil {
 			return nil, err
 		}
-		return SetConfigOptionResponse{ConfigOptions: s.shownOptions(ls)}, nil
+		return SetConfigOptionResponse{ConfigOptions: s.shownOptions(ctx, ls)}, nil
 	default:
 		id, _ := marshal(req.ConfigID)
 		return nil, invalidParams("unknown config option %s", id)
 	}
 	ls.s.SetKnob(req.ConfigID, value)
-	return SetConfigOptionResponse{ConfigOptions: s.shownOptions(ls)}, nil
+	return SetConfigOptionResponse{ConfigOptions: s.shownOptions(ctx, ls)}, nil
 }
 
 // checkModelValue validates a Model or Thinking value.
-func (s *Server) checkModelValue(ls *liveSession, id, value string, quoted []byte) error {
+func (s *Server) checkModelValue(ctx context.Context, ls *liveSession, id, value string, quoted []byte) error {
 	model, ok := ls.s.Knob(optionModel)
 	if !ok || s.opts.Models == nil || !s.opts.EditorConfig {
 		id, _ := marshal(id)
 		return invalidParams("unknown config option %s", id)
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), modelListWait)
+	ctx, cancel := context.WithTimeout(ctx, modelListWait)
 	defer cancel()
 	ms := s.models(ctx, model)
 	if id == optionModel {
@@ -333,8 +333,8 @@ const modelListWait = 3 * time.Second
 
 // shownOptions returns the session's options and remembers their values
 // as what the client was told (so only later changes are announced).
-func (s *Server) shownOptions(ls *liveSession) []ConfigOption {
-	ctx, cancel := context.WithTimeout(context.Background(), modelListWait)
+func (s *Server) shownOptions(ctx context.Context, ls *liveSession) []ConfigOption {
+	ctx, cancel := context.WithTimeout(ctx, modelListWait)
 	defer cancel()
 	values := sessionValues(ls.s)
 	opts := s.optionsWith(ctx, ls.s, values)

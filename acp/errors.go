@@ -42,6 +42,9 @@ func internalError(format string, args ...any) *Error {
 // errDisposed answers state-changing requests after teardown.
 func errDisposed() *Error { return internalError("the ACP bridge has been disposed") }
 
+// unknownSession refuses a request naming no live session.
+func unknownSession(id string) *Error { return invalidParams("unknown session: %s", id) }
+
 func methodNotFound(method string) *Error {
 	return &Error{Code: CodeMethodNotFound, Message: `"Method not found": ` + method,
 		Data: jsonx.MustMarshal(struct {
@@ -95,7 +98,7 @@ type errorResponseFrame struct {
 
 type notificationFrame struct {
 	JSONRPC string `json:"jsonrpc"`
-	Method  string `json:"method"`
+	Method  Method `json:"method"`
 	Params  any    `json:"params"`
 }
 

@@ -108,7 +108,7 @@ func FuzzHandlers(f *testing.F) {
 		var out syncBuffer
 		srv.stream = NewLineStream(strings.NewReader(""), &out, nil, zerolog.Nop())
 		ctx := context.Background()
-		if _, err := srv.dispatch(ctx, RequestID{json.RawMessage("1")}, "session/new", json.RawMessage(`{"cwd":"/w","mcpServers":[]}`)); err != nil {
+		if _, err := srv.newSession(ctx, &request{id: RequestID{json.RawMessage("1")}, method: MethodSessionNew, params: json.RawMessage(`{"cwd":"/w","mcpServers":[]}`)}); err != nil {
 			t.Fatal(err)
 		}
 		p := json.RawMessage(params)
