@@ -10,6 +10,9 @@ import (
 )
 
 // Agent is the surface the bridge drives; package agent implements it.
+// An Agent that also has a Close method (agentCloser) belongs to the
+// server it was given to: Serve closes it as it returns, once every
+// session is disposed.
 type Agent interface {
 	// NewSession starts a session rooted at the absolute o.Cwd, with o's
 	// extra roots and host.
@@ -214,8 +217,15 @@ func (a runtimeAgent) ResumeSession(ctx context.Context, id string, o agent.Sess
 	return s, nil
 }
 
+// agentCloser is an Agent with background work of its own to stop.
+type agentCloser interface {
+	// Close stops the agent's background work and waits for it.
+	Close()
+}
+
 // The runtime's optional surfaces, checked at compile time.
 var (
+	_ agentCloser       = runtimeAgent{}
 	_ sessionDeleter    = runtimeAgent{}
 	_ sessionSummarizer = runtimeAgent{}
 	_ sessionPager      = runtimeAgent{}

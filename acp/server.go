@@ -80,7 +80,8 @@ func NewServer(agent Agent, opts Options, log zerolog.Logger) *Server {
 }
 
 // Serve speaks ACP on r/w until r ends, then tears down every session
-// (running turns end "disposed", logs are flushed) and returns.
+// (running turns end "disposed", logs are flushed), closes the agent when
+// it has a Close method, and returns.
 func (s *Server) Serve(ctx context.Context, r io.Reader, w io.Writer) error {
 	s.stream = NewLineStream(r, w, nil, s.log)
 	s.stream.SetMaxLine(s.opts.MaxLineBytes)
@@ -137,6 +138,9 @@ func (s *Server) teardown(ctx context.Context) {
 	}
 	wg.Wait()
 	s.work.Wait()
+	if c, ok := s.agent.(agentCloser); ok {
+		c.Close()
+	}
 }
 
 // created follows the response naming a new session: the session
