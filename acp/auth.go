@@ -8,7 +8,7 @@ import (
 )
 
 // CodeAuthRequired is ACP's auth_required error.
-const CodeAuthRequired = -32000
+const CodeAuthRequired ErrorCode = -32000
 
 // EnvAuth is the agent's API key (Options.EnvAuth): read from the
 // environment, or signed in from a terminal and kept in a credential
