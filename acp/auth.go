@@ -1,13 +1,14 @@
 package acp
 
 import (
+	"context"
 	"encoding/json"
 
 	"github.com/dsh-acp/dsh-acp/internal/jsonx"
 )
 
 // CodeAuthRequired is ACP's auth_required error.
-const CodeAuthRequired = -32000
+const CodeAuthRequired ErrorCode = -32000
 
 // EnvAuth is the agent's API key (Options.EnvAuth): read from the
 // environment, or signed in from a terminal and kept in a credential
@@ -160,7 +161,7 @@ type AuthenticateRequest struct {
 // auth_required saying how to provide one. The terminal sign-in's id is
 // accepted too: clients of the older _meta form call authenticate with it
 // once the sign-in ran.
-func (s *Server) authenticate(params json.RawMessage) (any, error) {
+func (s *Server) authenticate(_ context.Context, params json.RawMessage) (any, error) {
 	a := s.opts.EnvAuth
 	if a == nil {
 		return struct{}{}, nil
@@ -178,7 +179,7 @@ func (s *Server) authenticate(params json.RawMessage) (any, error) {
 
 // logout forgets the stored key. A key in the environment stays: it is
 // the launching client's to remove.
-func (s *Server) logout() (any, error) {
+func (s *Server) logout(context.Context, json.RawMessage) (any, error) {
 	if err := s.opts.EnvAuth.Logout(); err != nil {
 		return nil, internalError("logout: %v", err)
 	}

@@ -100,7 +100,7 @@ func TestPromptWithoutKeyIsAuthRequired(t *testing.T) {
 	initialize(t, h, `{"auth":{"terminal":true}}`)
 	f, _ := h.Call("session/new", `{"cwd":`+acp.JSONQuote(t.TempDir())+`,"mcpServers":[]}`)
 	require.NotNil(t, f.Error, "session/new asks a client that runs auth methods to sign in first")
-	assert.Equal(t, int64(acp.CodeAuthRequired), f.Error.Code)
+	assert.Equal(t, acp.CodeAuthRequired, f.Error.Code)
 	present.Store(true)
 	sid := h.NewSession(t.TempDir())
 	present.Store(false) // the key went (a logout in another window)
@@ -111,7 +111,7 @@ func TestPromptWithoutKeyIsAuthRequired(t *testing.T) {
 		AuthMethods []map[string]any `json:"authMethods"`
 	}
 	require.NoError(t, json.Unmarshal(f.Error.Data, &data))
-	assert.Equal(t, int64(acp.CodeAuthRequired), f.Error.Code)
+	assert.Equal(t, acp.CodeAuthRequired, f.Error.Code)
 	assert.Contains(t, f.Error.Message, "--login")
 	require.Len(t, data.AuthMethods, 2)
 	assert.Equal(t, "terminal", data.AuthMethods[0]["type"])
@@ -121,7 +121,7 @@ func TestPromptWithoutKeyIsAuthRequired(t *testing.T) {
 	for _, id := range []string{"deepseek-login", "api-key"} {
 		f, _ = h.Call("authenticate", `{"methodId":"`+id+`"}`)
 		require.NotNil(t, f.Error, id)
-		assert.Equal(t, int64(acp.CodeAuthRequired), f.Error.Code, id)
+		assert.Equal(t, acp.CodeAuthRequired, f.Error.Code, id)
 	}
 
 	present.Store(true) // signed in from a terminal
@@ -137,7 +137,7 @@ func TestPromptWithoutKeyIsAuthRequired(t *testing.T) {
 	assert.Equal(t, int32(1), logouts.Load())
 	f, _ = h.Call("session/prompt", acp.PromptParams(sid, "again"))
 	require.NotNil(t, f.Error)
-	assert.Equal(t, int64(acp.CodeAuthRequired), f.Error.Code)
+	assert.Equal(t, acp.CodeAuthRequired, f.Error.Code)
 }
 
 // An agent without a stored key to forget does not offer logout, and
@@ -151,12 +151,12 @@ func TestLogoutOnlyWhenSupported(t *testing.T) {
 	require.Len(t, r.AuthMethods, 1, "no terminal method without a sign-in")
 	f, _ := h.Call("logout", `{}`)
 	require.NotNil(t, f.Error)
-	assert.Equal(t, int64(-32601), f.Error.Code)
+	assert.Equal(t, acp.CodeMethodNotFound, f.Error.Code)
 
 	h, _ = fakeHarness(t, acp.Options{})
 	r = initialize(t, h, `{"auth":{"terminal":true}}`)
 	assert.Empty(t, r.AuthMethods)
 	f, _ = h.Call("logout", `{}`)
 	require.NotNil(t, f.Error)
-	assert.Equal(t, int64(-32601), f.Error.Code)
+	assert.Equal(t, acp.CodeMethodNotFound, f.Error.Code)
 }

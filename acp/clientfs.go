@@ -61,7 +61,7 @@ func (c clientFiles) ReadText(ctx context.Context, path string) (string, error) 
 	var res struct {
 		Content string `json:"content"`
 	}
-	if err := c.s.call(ctx, "fs/read_text_file", ReadTextFileRequest{SessionID: c.sessionID, Path: path}, &res); err != nil {
+	if err := c.s.call(ctx, MethodReadTextFile, ReadTextFileRequest{SessionID: c.sessionID, Path: path}, &res); err != nil {
 		return "", fmt.Errorf("the editor could not read it: %w", err)
 	}
 	return res.Content, nil
@@ -73,7 +73,7 @@ func (c clientFiles) WriteText(ctx context.Context, path, content string) error 
 		return errors.ErrUnsupported
 	}
 	var res struct{}
-	if err := c.s.call(ctx, "fs/write_text_file", WriteTextFileRequest{SessionID: c.sessionID, Path: path, Content: content}, &res); err != nil {
+	if err := c.s.call(ctx, MethodWriteTextFile, WriteTextFileRequest{SessionID: c.sessionID, Path: path, Content: content}, &res); err != nil {
 		return fmt.Errorf("the editor could not write it: %w", err)
 	}
 	return nil

@@ -244,7 +244,7 @@ func namedOptions(cs []choice) []SelectOption {
 }
 
 // setConfigOption handles session/set_config_option (acp-bridge § 7).
-func (s *Server) setConfigOption(params json.RawMessage) (any, error) {
+func (s *Server) setConfigOption(ctx context.Context, params json.RawMessage) (any, error) {
 	var req SetConfigOptionRequest
 	if err := decode(params, &req); err != nil {
 		return nil, err
@@ -267,15 +267,15 @@ func (s *Server) setConfigOption(params json.RawMessage) (any, error) {
 		if err := s.switchMode(ls, value); err != nil {
 			return nil, err
 		}
-		return SetConfigOptionResponse{ConfigOptions: s.shownOptions(ls)}, nil
+		return SetConfigOptionResponse{ConfigOptions: s.shownOptions(ctx, ls)}, nil
 	}
-	if err := s.checkKnobValue(ls, req.ConfigID, value); err != nil {
+	if err := s.checkKnobValue(ctx, ls, req.ConfigID, value); err != nil {
 		return nil, err
 	}
 	if err := ls.s.SetKnob(req.ConfigID, value); err != nil {
 		return nil, err
 	}
-	return SetConfigOptionResponse{ConfigOptions: s.shownOptions(ls)}, nil
+	return SetConfigOptionResponse{ConfigOptions: s.shownOptions(ctx, ls)}, nil
 }
 
 // checkKnobValue validates a knob's new value. An id the session has no
@@ -283,7 +283,7 @@ func (s *Server) setConfigOption(params json.RawMessage) (any, error) {
 // the session offers it with EditorConfig, while a knob upstream renders
 // is always known there and, not offered, allows no value (upstream's
 // bridge knows both ids: acp-bridge § 7).
-func (s *Server) checkKnobValue(ls *liveSession, id, value string) error {
+func (s *Server) checkKnobValue(ctx context.Context, ls *liveSession, id, value string) error {
 	k, known := knobOf(ls.s, id)
 	_, offered := ls.s.Knob(id)
 	if !known || k.Upstream == nil && (!offered || !s.opts.EditorConfig) {
@@ -294,7 +294,7 @@ func (s *Server) checkKnobValue(ls *liveSession, id, value string) error {
 		if s.opts.Models == nil {
 			return &agent.UnknownKnobError{ID: id}
 		}
-		if err := s.checkModelValue(ls, k, value); err != nil {
+		if err := s.checkModelValue(ctx, ls, k, value); err != nil {
 			return err
 		}
 	}
@@ -306,9 +306,9 @@ func (s *Server) checkKnobValue(ls *liveSession, id, value string) error {
 
 // checkModelValue validates a value of a knob whose values are the model
 // list's: a model it lists, or a thinking switch the current model takes.
-func (s *Server) checkModelValue(ls *liveSession, k agent.Knob, value string) error {
+func (s *Server) checkModelValue(ctx context.Context, ls *liveSession, k agent.Knob, value string) error {
 	model, _ := ls.s.Knob(optionModel)
-	ctx, cancel := context.WithTimeout(context.Background(), modelListWait)
+	ctx, cancel := context.WithTimeout(ctx, modelListWait)
 	defer cancel()
 	ms := s.models(ctx, model)
 	if k.Values == agent.ValuesModels {
@@ -329,8 +329,8 @@ const modelListWait = 3 * time.Second
 
 // shownOptions returns the session's options and remembers their values
 // as what the client was told (so only later changes are announced).
-func (s *Server) shownOptions(ls *liveSession) []ConfigOption {
-	ctx, cancel := context.WithTimeout(context.Background(), modelListWait)
+func (s *Server) shownOptions(ctx context.Context, ls *liveSession) []ConfigOption {
+	ctx, cancel := context.WithTimeout(ctx, modelListWait)
 	defer cancel()
 	values := sessionValues(ls.s)
 	opts := s.optionsWith(ctx, ls.s, values)

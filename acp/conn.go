@@ -142,7 +142,7 @@ func callError(method string, err error) error {
 	case errors.Is(err, jsonrpc2.ErrClosed):
 		return fmt.Errorf("%s: %w", method, ErrConnClosed)
 	case errors.As(err, &je):
-		ce := &ClientError{Method: method, Err: Error{Code: je.Code, Message: je.Message}}
+		ce := &ClientError{Method: method, Err: Error{Code: ErrorCode(je.Code), Message: je.Message}}
 		if je.Data != nil {
 			ce.Err.Data = *je.Data
 		}

@@ -115,7 +115,7 @@ func (s *Server) Ask(ctx context.Context, sessionID string, questions []capabili
 				Custom json.RawMessage `json:"custom"`
 			} `json:"content"`
 		}
-		err := s.call(ctx, "elicitation/create", questionForm(sessionID, q), &res)
+		err := s.call(ctx, MethodElicitationCreate, questionForm(sessionID, q), &res)
 		if ctx.Err() != nil {
 			return nil, aborted
 		}

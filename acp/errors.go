@@ -14,20 +14,23 @@ import (
 // Error is a JSON-RPC error object. Every error a handler returns is mapped
 // to one by toError, the single place where Go errors become wire codes.
 type Error struct {
-	Code    int64           `json:"code"`
+	Code    ErrorCode       `json:"code"`
 	Message string          `json:"message"`
 	Data    json.RawMessage `json:"data,omitempty"`
 }
 
 func (e *Error) Error() string { return e.Message }
 
+// ErrorCode is a JSON-RPC error code.
+type ErrorCode int64
+
 // JSON-RPC error codes used on the wire.
 const (
-	CodeParseError     = -32700
-	CodeInvalidRequest = -32600
-	CodeMethodNotFound = -32601
-	CodeInvalidParams  = -32602
-	CodeInternalError  = -32603
+	CodeParseError     ErrorCode = -32700
+	CodeInvalidRequest ErrorCode = -32600
+	CodeMethodNotFound ErrorCode = -32601
+	CodeInvalidParams  ErrorCode = -32602
+	CodeInternalError  ErrorCode = -32603
 )
 
 // invalidParams is the bridge's "Invalid params: <detail>" error.
@@ -42,6 +45,9 @@ func internalError(format string, args ...any) *Error {
 
 // errDisposed answers state-changing requests after teardown.
 func errDisposed() *Error { return internalError("the ACP bridge has been disposed") }
+
+// unknownSession refuses a request naming no live session.
+func unknownSession(id string) *Error { return invalidParams("unknown session: %s", id) }
 
 func methodNotFound(method string) *Error {
 	return &Error{Code: CodeMethodNotFound, Message: `"Method not found": ` + method,
@@ -109,7 +115,7 @@ type errorResponseFrame struct {
 
 type notificationFrame struct {
 	JSONRPC string `json:"jsonrpc"`
-	Method  string `json:"method"`
+	Method  Method `json:"method"`
 	Params  any    `json:"params"`
 }
 
@@ -122,7 +128,7 @@ func errorFrame(id json.RawMessage, e *Error) []byte {
 
 // CodeResourceNotFound is ACP's resource_not_found: a session (or file)
 // that does not exist.
-const CodeResourceNotFound = -32002
+const CodeResourceNotFound ErrorCode = -32002
 
 // turnFailed answers a prompt whose turn ended in error. Upstream's form is
 // "Internal error: turn failed: <message>" (acp-bridge § 5); with

@@ -101,14 +101,14 @@ func FuzzHandlers(f *testing.F) {
 		if !json.Valid(params) || bytes.Contains(params, []byte("#block")) {
 			return // params always come from a valid line; #block parks the fake turn
 		}
-		srv, fa := NewFakeServer(Options{ListSessions: true, ClearErrors: true, MaxPromptBytes: 1 << 10})
+		srv, fa := NewFakeServer(Options{Features: Features{ListSessions: true, ClearErrors: true}, MaxPromptBytes: 1 << 10})
 		fa.Knobs = map[string]string{"sandbox-mode": "read-only", "approval-policy": "ask"}
 		fa.Modes = []string{"default", "plan"}
 		fa.Store("stored-1", "/w", "earlier")
 		var out syncBuffer
 		srv.stream = NewLineStream(strings.NewReader(""), &out, nil, zerolog.Nop())
 		ctx := context.Background()
-		if _, err := srv.dispatch(ctx, RequestID{json.RawMessage("1")}, "session/new", json.RawMessage(`{"cwd":"/w","mcpServers":[]}`)); err != nil {
+		if _, err := srv.newSession(ctx, &request{id: RequestID{json.RawMessage("1")}, method: MethodSessionNew, params: json.RawMessage(`{"cwd":"/w","mcpServers":[]}`)}); err != nil {
 			t.Fatal(err)
 		}
 		p := json.RawMessage(params)

@@ -1,12 +1,15 @@
 package acp
 
-import "encoding/json"
+import (
+	"context"
+	"encoding/json"
+)
 
 // initialize negotiates the protocol version and remembers the client's
 // terminal_output capability for sessions created afterwards, and which
 // auth methods it runs (a terminal sign-in only to a client that enables
 // it, as AuthMethodTerminal requires).
-func (s *Server) initialize(params json.RawMessage) (any, error) {
+func (s *Server) initialize(_ context.Context, params json.RawMessage) (any, error) {
 	var req InitializeRequest
 	if err := decode(params, &req); err != nil {
 		return nil, err

@@ -94,7 +94,7 @@ func openKnobEditor(t *testing.T, root string, ids *atomic.Int64, editorConfig b
 	for _, f := range more {
 		f(&cfg)
 	}
-	srv := NewServer(FromRuntime(agent.NewRuntime(cfg)), Options{AgentName: "dsh-acp", AgentVersion: "test", EditorConfig: editorConfig}, zerolog.Nop())
+	srv := NewServer(FromRuntime(agent.NewRuntime(cfg)), Options{AgentName: "dsh-acp", AgentVersion: "test", Features: Features{EditorConfig: editorConfig}}, zerolog.Nop())
 	e := &knobEditor{t: t, srv: srv, c: acpclient.Serve(srv.Serve, acpclient.Options{}), store: store, model: model}
 	_, err = e.c.Initialize(e.ctx())
 	require.NoError(t, err)

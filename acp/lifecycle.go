@@ -37,54 +37,41 @@ func (s *Server) lifecycleCapabilities(sc *SessionCapabilities) *SessionCapabili
 	return sc
 }
 
-// lifecycle dispatches session/resume, session/close and session/delete.
-func (s *Server) lifecycle(ctx context.Context, id RequestID, method string, params json.RawMessage) (any, error) {
-	switch method {
-	case "session/resume":
-		return s.reopen(ctx, id, params, false)
-	case "session/close":
-		return s.closeSession(ctx, id, params)
-	case "session/delete":
-		return s.deleteSession(ctx, params)
-	}
-	return nil, methodNotFound(method)
-}
-
 // closeSession handles session/close: the session's running turn is
 // cancelled (its prompt answers cancelled), then the session is disposed —
 // its tasks, MCP servers and other tool resources stop, its log is flushed
 // and the store's hold released — and the bridge forgets it. The answer
 // follows once all of that is done.
-func (s *Server) closeSession(ctx context.Context, id RequestID, params json.RawMessage) (any, error) {
+func (s *Server) closeSession(ctx context.Context, r *request) (any, error) {
 	var req SessionIDRequest
-	if err := decode(params, &req); err != nil {
+	if err := decode(r.params, &req); err != nil {
 		return nil, err
 	}
-	s.mu.Lock()
-	switch {
-	case s.closed:
-		s.mu.Unlock()
-		return nil, errDisposed()
-	case s.loading[req.SessionID]:
-		s.mu.Unlock()
-		return nil, invalidParams("session %s is still loading; close it once it has loaded", req.SessionID)
+	var (
+		ls *liveSession
+		p  *inflight
+	)
+	if err := s.withSession(req.SessionID, func(l *liveSession, loading bool) error {
+		switch {
+		case loading:
+			return invalidParams("session %s is still loading; close it once it has loaded", req.SessionID)
+		case l == nil:
+			return unknownSession(req.SessionID)
+		}
+		delete(s.sessions, req.SessionID)
+		ls, p = l, l.prompt
+		if p != nil {
+			p.cancelled = true
+		}
+		s.work.Add(1)
+		return nil
+	}); err != nil {
+		return nil, err
 	}
-	ls := s.sessions[req.SessionID]
-	if ls == nil {
-		s.mu.Unlock()
-		return nil, invalidParams("unknown session: %s", req.SessionID)
-	}
-	delete(s.sessions, req.SessionID)
-	p := ls.prompt
-	if p != nil {
-		p.cancelled = true
-	}
-	s.work.Add(1)
-	s.mu.Unlock()
 
 	go func() {
 		defer s.work.Done()
-		ls.s.Cancel("session/close")
+		ls.s.Cancel(string(MethodSessionClose))
 		if p != nil {
 			p.cancel(errCancelled)
 		}
@@ -97,7 +84,7 @@ func (s *Server) closeSession(ctx context.Context, id RequestID, params json.Raw
 		if ls.unsub != nil {
 			ls.unsub()
 		}
-		s.answer(id, struct{}{}, nil)
+		s.answer(r.id, struct{}{}, nil)
 	}()
 	return nil, errDeferred
 }
@@ -110,19 +97,17 @@ func (s *Server) deleteSession(ctx context.Context, params json.RawMessage) (any
 	if err := decode(params, &req); err != nil {
 		return nil, err
 	}
-	s.mu.Lock()
-	switch {
-	case s.closed:
-		s.mu.Unlock()
-		return nil, errDisposed()
-	case s.sessions[req.SessionID] != nil || s.loading[req.SessionID]:
-		s.mu.Unlock()
-		return nil, invalidParams("session %s is open; close it (session/close) before deleting it", req.SessionID)
+	if err := s.withSession(req.SessionID, func(ls *liveSession, loading bool) error {
+		if ls != nil || loading {
+			return invalidParams("session %s is open; close it (session/close) before deleting it", req.SessionID)
+		}
+		return nil
+	}); err != nil {
+		return nil, err
 	}
-	s.mu.Unlock()
 	d, ok := s.agent.(sessionDeleter)
 	if !ok {
-		return nil, methodNotFound("session/delete")
+		return nil, methodNotFound(string(MethodSessionDelete))
 	}
 	err := d.DeleteSession(ctx, req.SessionID)
 	var held *session.HeldError

@@ -33,7 +33,7 @@ type loadClient struct {
 func newLoadClient(tb testing.TB, store session.Store, merge bool) *loadClient {
 	rt := agent.NewRuntime(agent.Config{Model: "m", Provider: newChunkProvider(0), Store: store, Clock: FakeClock(),
 		NewID: func() string { return "unused" }, Log: zerolog.Nop()})
-	srv := NewServer(FromRuntime(rt), Options{AgentName: "dsh-acp", AgentVersion: "test", Lifecycle: true, MergeReplayChunks: merge}, zerolog.Nop())
+	srv := NewServer(FromRuntime(rt), Options{Features: Features{Lifecycle: true, MergeReplayChunks: merge}, AgentName: "dsh-acp", AgentVersion: "test"}, zerolog.Nop())
 	lc := &loadClient{}
 	lc.text.Store(&strings.Builder{})
 	respPrefix := []byte(`{"jsonrpc":"2.0","id":`)

@@ -46,7 +46,7 @@ func isStringish(raw []byte) bool { return len(raw) > 0 && raw[0] == '"' }
 
 func TestMalformedInputCatalogue(t *testing.T) {
 	const maxLine = 64 << 10
-	srv, fa := NewFakeServer(Options{ClearErrors: true, CheckCwd: true, ListSessions: true, MaxLineBytes: maxLine})
+	srv, fa := NewFakeServer(Options{Features: Features{ClearErrors: true, CheckCwd: true, ListSessions: true}, MaxLineBytes: maxLine})
 	fa.Knobs = map[string]string{"sandbox-mode": "read-only"}
 	h := StartHarness(t, srv)
 	cwd := t.TempDir()

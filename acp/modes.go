@@ -1,6 +1,7 @@
 package acp
 
 import (
+	"context"
 	"encoding/json"
 )
 
@@ -25,7 +26,7 @@ func (s *Server) modeState(sess ModeSwitcher) *SessionModeState {
 
 // setMode handles session/set_mode (acp-bridge § 8): the switch is held
 // until the next flush point, and the client is told at once.
-func (s *Server) setMode(params json.RawMessage) (any, error) {
+func (s *Server) setMode(_ context.Context, params json.RawMessage) (any, error) {
 	var req SetModeRequest
 	if err := decode(params, &req); err != nil {
 		return nil, err

@@ -116,7 +116,7 @@ func (s *Server) Answer(ctx context.Context, sessionID string, req approval.Requ
 	if s.opts.DetailedPermissions && s.hasCard(ls, req.CallID) {
 		// The card waits for the user (clients that do not read the
 		// request's toolCall see it too).
-		s.notify("session/update", SessionNotification{SessionID: sessionID, Update: StatusUpdate{UpdateToolCallUpdate, req.CallID, StatusPending}})
+		s.notify(MethodSessionUpdate, SessionNotification{SessionID: sessionID, Update: StatusUpdate{UpdateToolCallUpdate, req.CallID, StatusPending}})
 	}
 	out, err := s.requestPermission(ctx, params)
 	if err != nil {
@@ -124,7 +124,7 @@ func (s *Server) Answer(ctx context.Context, sessionID string, req approval.Requ
 	}
 	if s.opts.DetailedPermissions && out.Outcome == outcomeSelected && strings.HasPrefix(out.OptionID, allowPrefix) && s.hasCard(ls, req.CallID) {
 		// Allowed: the card runs again.
-		s.notify("session/update", SessionNotification{SessionID: sessionID, Update: StatusUpdate{UpdateToolCallUpdate, req.CallID, StatusInProgress}})
+		s.notify(MethodSessionUpdate, SessionNotification{SessionID: sessionID, Update: StatusUpdate{UpdateToolCallUpdate, req.CallID, StatusInProgress}})
 	}
 	switch {
 	case out.Outcome == outcomeCancelled:
@@ -176,12 +176,12 @@ func (s *Server) requestPermission(ctx context.Context, params RequestPermission
 	var res struct {
 		Outcome PermissionOutcome `json:"outcome"`
 	}
-	err := s.call(ctx, "session/request_permission", params, &res)
+	err := s.call(ctx, MethodRequestPermission, params, &res)
 	return res.Outcome, err
 }
 
 // call sends an agent→client request and decodes its result.
-func (s *Server) call(ctx context.Context, method string, params, result any) error {
+func (s *Server) call(ctx context.Context, method Method, params, result any) error {
 	wait, err := s.send(ctx, method, params)
 	if err != nil {
 		return err
@@ -192,7 +192,7 @@ func (s *Server) call(ctx context.Context, method string, params, result any) er
 // send writes an agent→client request now and returns the wait for its
 // result (see conn.Send). A closed connection, met by either, marks the
 // bridge disconnected.
-func (s *Server) send(ctx context.Context, method string, params any) (func(context.Context, any) error, error) {
+func (s *Server) send(ctx context.Context, method Method, params any) (func(context.Context, any) error, error) {
 	raw, err := marshal(params)
 	if err != nil {
 		return nil, err
@@ -202,7 +202,7 @@ func (s *Server) send(ctx context.Context, method string, params any) (func(cont
 	case <-ctx.Done():
 		return nil, ctx.Err()
 	}
-	wait, err := s.conn.Send(ctx, method, raw)
+	wait, err := s.conn.Send(ctx, string(method), raw)
 	if err != nil {
 		s.noteClosed(err)
 		return nil, err

@@ -12,9 +12,9 @@ import (
 
 // prompt handles session/prompt: validation, then the turn runs on its own
 // goroutine and the answer follows its turn/end (or a cancel).
-func (s *Server) prompt(ctx context.Context, id RequestID, params json.RawMessage) (any, error) {
+func (s *Server) prompt(ctx context.Context, r *request) (any, error) {
 	var req PromptRequest
-	if err := decode(params, &req); err != nil {
+	if err := decode(r.params, &req); err != nil {
 		return nil, err
 	}
 	// Without a key no turn can run: auth_required, so that the client
@@ -22,19 +22,18 @@ func (s *Server) prompt(ctx context.Context, id RequestID, params json.RawMessag
 	if err := s.requireKey(); err != nil {
 		return nil, err
 	}
-	s.mu.Lock()
-	if s.closed {
-		s.mu.Unlock()
-		return nil, errDisposed()
-	}
-	ls := s.sessions[req.SessionID]
-	if ls == nil {
-		s.mu.Unlock()
-		return nil, invalidParams("unknown session: %s", req.SessionID)
-	}
-	if ls.prompt != nil {
-		s.mu.Unlock()
-		return nil, invalidParams("a prompt is already in flight for this session")
+	var ls *liveSession
+	if err := s.withSession(req.SessionID, func(l *liveSession, _ bool) error {
+		switch {
+		case l == nil:
+			return unknownSession(req.SessionID)
+		case l.prompt != nil:
+			return invalidParams("a prompt is already in flight for this session")
+		}
+		ls = l
+		return nil
+	}); err != nil {
+		return nil, err
 	}
 	blocks := req.Prompt
 	var images []session.Block
@@ -42,7 +41,6 @@ func (s *Server) prompt(ctx context.Context, id RequestID, params json.RawMessag
 		// Files are read without holding the bridge's lock; prompts are
 		// handled one at a time in the read loop, so none can overtake
 		// this one meanwhile, and only teardown needs checking again.
-		s.mu.Unlock()
 		var err error
 		if s.opts.PromptContext {
 			if blocks, err = withContext(blocks, ls.s.Log().Header().Cwd, s.imagesAccepted(ls)); err != nil {
@@ -56,24 +54,28 @@ func (s *Server) prompt(ctx context.Context, id RequestID, params json.RawMessag
 		if blocks, err = s.expandBlocks(ls, blocks); err != nil {
 			return nil, err
 		}
-		s.mu.Lock()
-		if s.closed {
-			s.mu.Unlock()
-			return nil, errDisposed()
-		}
 	}
-	text, err := flatten(blocks, s.maxPrompt())
-	if err != nil {
-		s.mu.Unlock()
+	var (
+		text    string
+		turnCtx context.Context
+		cancel  context.CancelCauseFunc
+		p       *inflight
+	)
+	if err := s.withSession(req.SessionID, func(*liveSession, bool) error {
+		var err error
+		if text, err = flatten(blocks, s.maxPrompt()); err != nil {
+			return err
+		}
+		// The turn's context exists before the read loop moves on, so a
+		// cancel that arrives right behind the prompt always reaches it.
+		turnCtx, cancel = context.WithCancelCause(context.WithoutCancel(ctx))
+		p = &inflight{id: r.id, cancel: cancel}
+		ls.prompt = p
+		s.work.Add(1)
+		return nil
+	}); err != nil {
 		return nil, err
 	}
-	// The turn's context exists before the read loop moves on, so a cancel
-	// that arrives right behind the prompt always reaches it.
-	turnCtx, cancel := context.WithCancelCause(context.WithoutCancel(ctx))
-	p := &inflight{id: id, cancel: cancel}
-	ls.prompt = p
-	s.work.Add(1)
-	s.mu.Unlock()
 
 	go func() {
 		defer s.work.Done()
@@ -89,7 +91,7 @@ func (s *Server) prompt(ctx context.Context, id RequestID, params json.RawMessag
 		// pending, and this retries them).
 		if err := ls.s.Log().Flush(context.WithoutCancel(ctx)); err != nil {
 			s.log.Error().Err(err).Str("session", ls.s.ID()).Msg("turn not saved")
-			s.settle(ls, p, func() { s.answer(id, nil, notSaved(err)) })
+			s.settle(ls, p, func() { s.answer(r.id, nil, notSaved(err)) })
 			return
 		}
 		s.mu.Lock()
@@ -100,7 +102,7 @@ func (s *Server) prompt(ctx context.Context, id RequestID, params json.RawMessag
 			// turn happened to end.
 			reason = session.EndReason{Kind: session.EndAborted, Reason: errCancelled.Error()}
 		}
-		s.settle(ls, p, func() { s.answerTurn(id, reason) })
+		s.settle(ls, p, func() { s.answerTurn(r.id, reason) })
 	}()
 	return nil, errDeferred
 }
@@ -171,7 +173,7 @@ func (s *Server) cancel(params json.RawMessage) {
 	if ls == nil {
 		return
 	}
-	ls.s.Cancel("session/cancel")
+	ls.s.Cancel(string(MethodSessionCancel))
 	if p == nil {
 		return
 	}

@@ -3,7 +3,6 @@ package acp
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"io"
 	"slices"
 	"strings"
@@ -42,6 +41,8 @@ type Server struct {
 	sessions       map[string]*liveSession
 	loading        map[string]bool
 	work           sync.WaitGroup
+
+	methods map[Method]handler // the dispatch table (methods.go), fixed at NewServer
 }
 
 // liveSession is a session the bridge serves.
@@ -73,11 +74,14 @@ type inflight struct {
 
 // NewServer returns a bridge for agent.
 func NewServer(agent Agent, opts Options, log zerolog.Logger) *Server {
-	return &Server{agent: agent, opts: opts, log: log, sessions: map[string]*liveSession{}, loading: map[string]bool{}, connReady: make(chan struct{})}
+	s := &Server{agent: agent, opts: opts, log: log, sessions: map[string]*liveSession{}, loading: map[string]bool{}, connReady: make(chan struct{})}
+	s.methods = s.methodTable()
+	return s
 }
 
 // Serve speaks ACP on r/w until r ends, then tears down every session
-// (running turns end "disposed", logs are flushed) and returns.
+// (running turns end "disposed", logs are flushed), closes the agent when
+// it has a Close method, and returns.
 func (s *Server) Serve(ctx context.Context, r io.Reader, w io.Writer) error {
 	s.stream = NewLineStream(r, w, nil, s.log)
 	s.stream.SetMaxLine(s.opts.MaxLineBytes)
@@ -134,29 +138,19 @@ func (s *Server) teardown(ctx context.Context) {
 	}
 	wg.Wait()
 	s.work.Wait()
-}
-
-// handle answers one request; it runs in the read loop.
-func (s *Server) handle(ctx context.Context, id RequestID, method string, params json.RawMessage) {
-	result, err := s.dispatch(ctx, id, method, params)
-	if errors.Is(err, errDeferred) {
-		return
-	}
-	s.answer(id, result, err)
-	if r, ok := result.(NewSessionResponse); ok && err == nil {
-		s.connectMCP(r.SessionID)
-		s.advertiseCommands(r.SessionID)
-		s.ready(r.SessionID)
+	if c, ok := s.agent.(agentCloser); ok {
+		c.Close()
 	}
 }
 
-// ready tells a new session the client knows it (after the response that
-// names the session, so its background work never delays that response).
-func (s *Server) ready(id string) {
-	s.mu.Lock()
-	ls := s.sessions[id]
-	s.mu.Unlock()
-	if ls != nil {
+// created follows the response naming a new session: the session
+// connects to the client's MCP servers, advertises its commands, and is
+// told the client knows it (so its background work never delays that
+// response).
+func (s *Server) created(id string) {
+	s.connectMCP(id)
+	s.advertiseCommands(id)
+	if ls := s.live(id); ls != nil {
 		ls.s.Ready()
 	}
 }
@@ -164,9 +158,7 @@ func (s *Server) ready(id string) {
 // advertiseCommands tells the client a session's slash commands (after the
 // response that names the session).
 func (s *Server) advertiseCommands(id string) {
-	s.mu.Lock()
-	ls := s.sessions[id]
-	s.mu.Unlock()
+	ls := s.live(id)
 	if ls == nil {
 		return
 	}
@@ -184,7 +176,7 @@ func (s *Server) advertiseCommands(id string) {
 	if len(cmds) == 0 {
 		return
 	}
-	s.notify("session/update", SessionNotification{SessionID: id, Update: AvailableCommandsUpdate{UpdateAvailableCommands, cmds}})
+	s.notify(MethodSessionUpdate, SessionNotification{SessionID: id, Update: AvailableCommandsUpdate{UpdateAvailableCommands, cmds}})
 }
 
 // promptCommands lists the session's prompt commands whose names no
@@ -217,52 +209,6 @@ func (s *Server) expandCommand(ls *liveSession, text string) string {
 	return text
 }
 
-// errDeferred marks a request answered later (session/prompt, session/load).
-var errDeferred = errors.New("answer deferred")
-
-func (s *Server) dispatch(ctx context.Context, id RequestID, method string, params json.RawMessage) (any, error) {
-	switch method {
-	case "initialize":
-		return s.initialize(params)
-	case "authenticate":
-		return s.authenticate(params)
-	case "logout":
-		if s.opts.EnvAuth != nil && s.opts.EnvAuth.Logout != nil {
-			return s.logout()
-		}
-	case "session/new":
-		return s.newSession(ctx, params)
-	case "session/load":
-		return s.loadSession(ctx, id, params)
-	case "session/prompt":
-		return s.prompt(ctx, id, params)
-	case "session/set_config_option":
-		return s.setConfigOption(params)
-	case "session/set_mode":
-		return s.setMode(params)
-	case "session/list":
-		if s.opts.ListSessions {
-			return s.listSessions(ctx, params)
-		}
-	case "session/resume", "session/close", "session/delete":
-		if s.opts.Lifecycle {
-			return s.lifecycle(ctx, id, method, params)
-		}
-	}
-	return nil, methodNotFound(method)
-}
-
-func (s *Server) handleNotification(_ context.Context, method string, params json.RawMessage) {
-	switch method {
-	case "session/cancel":
-		s.cancel(params)
-	default:
-		if !strings.HasPrefix(method, "_") {
-			s.log.Debug().Str("method", method).Msg("ignored notification")
-		}
-	}
-}
-
 // decode unmarshals params into v, mapping failures to -32602.
 func decode(params json.RawMessage, v any) error {
 	if err := json.Unmarshal(params, v); err != nil {
@@ -290,7 +236,7 @@ func (s *Server) answer(id RequestID, result any, err error) {
 }
 
 // notify writes a notification.
-func (s *Server) notify(method string, params any) {
+func (s *Server) notify(method Method, params any) {
 	if n, ok := params.(SessionNotification); ok {
 		if c, ok := n.Update.(ContentChunk); ok {
 			s.writeFrame(appendChunkUpdate(make([]byte, 0, 128+len(c.Content.Text)), n.SessionID, c))
@@ -299,7 +245,7 @@ func (s *Server) notify(method string, params any) {
 	}
 	frame, err := jsonx.Marshal(notificationFrame{"2.0", method, params})
 	if err != nil {
-		s.log.Error().Err(err).Str("method", method).Msg("encode notification")
+		s.log.Error().Err(err).Str("method", string(method)).Msg("encode notification")
 		return
 	}
 	s.writeFrame(frame)
@@ -323,11 +269,4 @@ func appendChunkUpdate(b []byte, sessionID string, c ContentChunk) []byte {
 	b = append(b, `,"text":`...)
 	b = jsonx.AppendString(b, c.Content.Text)
 	return append(b, "}}}}"...)
-}
-
-// isClosed reports whether teardown started.
-func (s *Server) isClosed() bool {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.closed
 }

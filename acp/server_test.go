@@ -73,7 +73,7 @@ func TestSessionNewChecks(t *testing.T) {
 		{"cwd kept verbatim", false, `{"cwd":"/w/../w/./x/","mcpServers":[]}`, ""},
 	} {
 		t.Run(c.name, func(t *testing.T) {
-			h, fa := fakeHarness(t, acp.Options{AcceptMCPServers: c.accept})
+			h, fa := fakeHarness(t, acp.Options{Features: acp.Features{AcceptMCPServers: c.accept}})
 			resp, _ := h.Roundtrip("2", "session/new", c.params)
 			if c.want != "" {
 				assert.Equal(t, invalidParams("2", c.want), string(resp))

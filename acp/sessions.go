@@ -79,12 +79,12 @@ func (s *Server) checkCwdExists(cwd string) error {
 }
 
 // newSession handles session/new.
-func (s *Server) newSession(ctx context.Context, params json.RawMessage) (any, error) {
-	if s.isClosed() {
-		return nil, errDisposed()
+func (s *Server) newSession(ctx context.Context, r *request) (any, error) {
+	if err := s.serving(); err != nil {
+		return nil, err
 	}
 	var req NewSessionRequest
-	if err := decode(params, &req); err != nil {
+	if err := decode(r.params, &req); err != nil {
 		return nil, err
 	}
 	if err := s.checkWorkspace(req.Cwd, req.AdditionalDirectories, req.MCPServers); err != nil {
@@ -110,26 +110,30 @@ func (s *Server) newSession(ctx context.Context, params json.RawMessage) (any, e
 	s.mu.Lock()
 	terminal := s.terminalOutput
 	s.mu.Unlock()
-	ls, err := s.register(ctx, sess, terminal, errDisposed())
+	ls, err := s.register(ctx, sess, terminal, nil)
 	if err != nil {
 		return nil, err
 	}
 	s.holdMCP(ls, req.MCPServers)
-	return NewSessionResponse{SessionID: sess.ID(), ConfigOptions: s.shownOptions(ls), Modes: s.modeState(sess)}, nil
+	r.afterReply(func() { s.created(sess.ID()) })
+	return NewSessionResponse{SessionID: sess.ID(), ConfigOptions: s.shownOptions(ctx, ls), Modes: s.modeState(sess)}, nil
 }
 
 // register makes sess live and starts streaming its events, unless
-// teardown began: then the session is disposed and closedErr returned.
+// teardown began: then the session is disposed and closedErr (nil:
+// errDisposed) returned.
 func (s *Server) register(ctx context.Context, sess Session, terminal bool, closedErr error) (*liveSession, error) {
-	s.mu.Lock()
-	if s.closed {
-		s.mu.Unlock()
-		s.dispose(ctx, sess)
-		return nil, closedErr
-	}
 	ls := &liveSession{s: sess, terminal: terminal, lastMode: sess.Mode()}
-	s.sessions[sess.ID()] = ls
-	s.mu.Unlock()
+	if err := s.withSession(sess.ID(), func(*liveSession, bool) error {
+		s.sessions[sess.ID()] = ls
+		return nil
+	}); err != nil {
+		s.dispose(ctx, sess)
+		if closedErr != nil {
+			err = closedErr
+		}
+		return nil, err
+	}
 	s.attach(ls)
 	return ls, nil
 }
@@ -195,18 +199,17 @@ func (s *Server) reopen(ctx context.Context, id RequestID, params json.RawMessag
 	if err := decode(params, &req); err != nil {
 		return nil, err
 	}
-	s.mu.Lock()
-	switch {
-	case s.closed:
-		s.mu.Unlock()
-		return nil, errDisposed()
-	case s.sessions[req.SessionID] != nil || s.loading[req.SessionID]:
-		s.mu.Unlock()
-		return nil, invalidParams("session %s is already loaded", req.SessionID)
+	var terminal bool
+	if err := s.withSession(req.SessionID, func(ls *liveSession, loading bool) error {
+		if ls != nil || loading {
+			return invalidParams("session %s is already loaded", req.SessionID)
+		}
+		s.loading[req.SessionID] = true
+		terminal = s.terminalOutput
+		return nil
+	}); err != nil {
+		return nil, err
 	}
-	s.loading[req.SessionID] = true
-	terminal := s.terminalOutput
-	s.mu.Unlock()
 
 	s.work.Add(1)
 	go func() {
@@ -274,7 +277,7 @@ func (s *Server) resume(ctx context.Context, req LoadSessionRequest, terminal, r
 		return nil, err
 	}
 	s.holdMCP(ls, req.MCPServers)
-	return LoadSessionResponse{ConfigOptions: s.shownOptions(ls), Modes: s.modeState(sess)}, nil
+	return LoadSessionResponse{ConfigOptions: s.shownOptions(ctx, ls), Modes: s.modeState(sess)}, nil
 }
 
 // resumeError maps a failed resume: a session another process holds is
@@ -312,20 +315,6 @@ func (s *Server) dispose(ctx context.Context, sess interface {
 	if err != nil {
 		s.log.Error().Err(err).Str("session", sess.ID()).Msg("dispose session")
 	}
-}
-
-// lookup returns a live session or the unknown-session error.
-func (s *Server) lookup(id string) (*liveSession, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if s.closed {
-		return nil, errDisposed()
-	}
-	ls := s.sessions[id]
-	if ls == nil {
-		return nil, invalidParams("unknown session: %s", id)
-	}
-	return ls, nil
 }
 
 // compactionUpdates reports whether sessions show compactions as

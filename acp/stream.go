@@ -87,7 +87,7 @@ func (s *LineStream) reject(line []byte, id json.RawMessage, rpcErr *Error) erro
 	if rpcErr.Code == 0 {
 		return nil
 	}
-	s.log.Warn().Int64("code", rpcErr.Code).Str("line", clip(line)).Msg("rejected inbound line")
+	s.log.Warn().Int64("code", int64(rpcErr.Code)).Str("line", clip(line)).Msg("rejected inbound line")
 	return s.WriteFrame(errorFrame(id, rpcErr))
 }
 

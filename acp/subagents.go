@@ -27,13 +27,13 @@ func (s *Server) Spawned(parentID string, child Session, title string) {
 		return
 	}
 	id, cwd := child.ID(), child.Log().Header().Cwd
-	s.notify("session/update", SessionNotification{SessionID: parentID,
+	s.notify(MethodSessionUpdate, SessionNotification{SessionID: parentID,
 		Update: SubagentUpdate{SessionUpdate: UpdateSubagent, SessionID: id, Title: title, Cwd: cwd}})
 	p := newPresenter(child.Tools(), cwd, false, true)
 	p.editor = s.opts.EditorCards
 	child.Log().Subscribe(func(ev session.Event) {
 		for _, u := range p.present(ev) {
-			s.notify("session/update", SessionNotification{SessionID: id, Update: u})
+			s.notify(MethodSessionUpdate, SessionNotification{SessionID: id, Update: u})
 		}
 	})
 }

@@ -77,7 +77,7 @@ func (c clientTerminals) Create(ctx context.Context, cmd capabilities.TerminalCo
 			req.Env = append(req.Env, EnvVariable{name, value})
 		}
 	}
-	wait, err := c.s.send(ctx, "terminal/create", req)
+	wait, err := c.s.send(ctx, MethodTerminalCreate, req)
 	if err != nil {
 		return nil, err
 	}
@@ -144,7 +144,7 @@ func (t *clientTerminal) ID() string { return t.req.TerminalID }
 // Output implements capabilities.Terminal with terminal/output.
 func (t *clientTerminal) Output(ctx context.Context) (capabilities.TerminalOutput, error) {
 	var res TerminalOutputResponse
-	if err := t.s.call(ctx, "terminal/output", t.req, &res); err != nil {
+	if err := t.s.call(ctx, MethodTerminalOutput, t.req, &res); err != nil {
 		return capabilities.TerminalOutput{}, err
 	}
 	out := capabilities.TerminalOutput{Output: res.Output, Truncated: res.Truncated}
@@ -158,7 +158,7 @@ func (t *clientTerminal) Output(ctx context.Context) (capabilities.TerminalOutpu
 // WaitForExit implements capabilities.Terminal with terminal/wait_for_exit.
 func (t *clientTerminal) WaitForExit(ctx context.Context) (capabilities.ExitStatus, error) {
 	var res TerminalExitStatus
-	if err := t.s.call(ctx, "terminal/wait_for_exit", t.req, &res); err != nil {
+	if err := t.s.call(ctx, MethodTerminalWait, t.req, &res); err != nil {
 		return capabilities.ExitStatus{}, err
 	}
 	return res.status(), nil
@@ -166,7 +166,7 @@ func (t *clientTerminal) WaitForExit(ctx context.Context) (capabilities.ExitStat
 
 // Kill implements capabilities.Terminal with terminal/kill.
 func (t *clientTerminal) Kill(ctx context.Context) error {
-	return t.s.call(ctx, "terminal/kill", t.req, &struct{}{})
+	return t.s.call(ctx, MethodTerminalKill, t.req, &struct{}{})
 }
 
 // Release implements capabilities.Terminal with terminal/release, sent
@@ -176,7 +176,7 @@ func (t *clientTerminal) Kill(ctx context.Context) error {
 // depends on it: the terminal is gone for us either way).
 func (t *clientTerminal) Release(ctx context.Context) error {
 	t.once.Do(func() {
-		wait, err := t.s.send(ctx, "terminal/release", t.req)
+		wait, err := t.s.send(ctx, MethodTerminalRelease, t.req)
 		if err != nil {
 			t.release = err
 			return
@@ -228,7 +228,7 @@ func (l liveSink) Show(callID string, v capabilities.LiveView) {
 		return
 	}
 	ls.live.show(callID, v, ls.terminal, func(u any) {
-		l.s.notify("session/update", SessionNotification{SessionID: l.session, Update: u})
+		l.s.notify(MethodSessionUpdate, SessionNotification{SessionID: l.session, Update: u})
 	})
 }
 

@@ -254,7 +254,7 @@ func TestClientTerminalRunsTheConfinedCommand(t *testing.T) {
 	if _, err := b.Probe(context.Background()); err != nil {
 		t.Skipf("SANDBOX NOT TESTED through client terminals: bwrap unusable: %v", err)
 	}
-	h, c, ba, ws := terminalWire(t, sandbox.NewProvider(b), Options{ClientTerminals: true, LiveOutput: true, EditorCards: true}, `{"terminal":true}`)
+	h, c, ba, ws := terminalWire(t, sandbox.NewProvider(b), Options{Features: Features{ClientTerminals: true, LiveOutput: true, EditorCards: true}}, `{"terminal":true}`)
 	sid := h.NewSession(ws)
 	outside := filepath.Join(suiteOutside(t), "escaped")
 	cmd := `echo "hello [$CLIENT_SECRET_TOKEN] [$AGENT_SECRET_TOKEN]"; echo in > made; echo out > ` + outside
@@ -346,7 +346,7 @@ func lastResult(t *testing.T, l *session.Log) string {
 }
 
 func TestClientTerminalTimeoutKillsThenReleases(t *testing.T) {
-	h, c, ba, ws := terminalWire(t, nil, Options{ClientTerminals: true, LiveOutput: true}, `{"terminal":true}`)
+	h, c, ba, ws := terminalWire(t, nil, Options{Features: Features{ClientTerminals: true, LiveOutput: true}}, `{"terminal":true}`)
 	sid := h.NewSession(ws)
 	h.Send(RequestLine("7", "session/prompt", PromptParams(sid, bashArgs("echo begun; sleep 30", `,"timeoutMs":300`))))
 	c.until(both(isResponse("7"), isMethod("terminal/release")))
@@ -355,7 +355,7 @@ func TestClientTerminalTimeoutKillsThenReleases(t *testing.T) {
 }
 
 func TestClientTerminalCancelKillsThenReleases(t *testing.T) {
-	h, c, _, ws := terminalWire(t, nil, Options{ClientTerminals: true, LiveOutput: true}, `{"terminal":true}`)
+	h, c, _, ws := terminalWire(t, nil, Options{Features: Features{ClientTerminals: true, LiveOutput: true}}, `{"terminal":true}`)
 	sid := h.NewSession(ws)
 	h.Send(RequestLine("7", "session/prompt", PromptParams(sid, bashArgs("sleep 30", ""))))
 	c.until(func(f WireFrame) bool { return f.Method == "terminal/wait_for_exit" })
@@ -368,7 +368,7 @@ func TestClientTerminalCancelKillsThenReleases(t *testing.T) {
 }
 
 func TestClientTerminalSessionCloseKillsThenReleases(t *testing.T) {
-	h, c, _, ws := terminalWire(t, nil, Options{ClientTerminals: true, Lifecycle: true}, `{"terminal":true}`)
+	h, c, _, ws := terminalWire(t, nil, Options{Features: Features{ClientTerminals: true, Lifecycle: true}}, `{"terminal":true}`)
 	sid := h.NewSession(ws)
 	h.Send(RequestLine("7", "session/prompt", PromptParams(sid, bashArgs("sleep 30", ""))))
 	c.until(func(f WireFrame) bool { return f.Method == "terminal/wait_for_exit" })
@@ -387,7 +387,7 @@ func TestClientTerminalsOnlyWhenComposedAndAdvertised(t *testing.T) {
 		caps string
 	}{
 		{"upstream composition", Options{}, `{"terminal":true}`},
-		{"not advertised", Options{ClientTerminals: true}, `{"terminal":false}`},
+		{"not advertised", Options{Features: Features{ClientTerminals: true}}, `{"terminal":false}`},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			h, c, ba, ws := terminalWire(t, nil, tc.opts, tc.caps)
@@ -416,7 +416,7 @@ func gatedCommand(t *testing.T) (command string, open func()) {
 }
 
 func TestLiveOutputAsCardText(t *testing.T) {
-	h, c, ba, ws := terminalWire(t, nil, Options{LiveOutput: true}, `{}`)
+	h, c, ba, ws := terminalWire(t, nil, Options{Features: Features{LiveOutput: true}}, `{}`)
 	sid := h.NewSession(ws)
 	command, open := gatedCommand(t)
 	h.Send(RequestLine("7", "session/prompt", PromptParams(sid, bashArgs(command, ""))))
@@ -447,7 +447,7 @@ func TestLiveOutputAsCardText(t *testing.T) {
 }
 
 func TestLiveOutputAsTerminalOutputMeta(t *testing.T) {
-	h, c, _, ws := terminalWire(t, nil, Options{LiveOutput: true}, `{"_meta":{"terminal_output":true}}`)
+	h, c, _, ws := terminalWire(t, nil, Options{Features: Features{LiveOutput: true}}, `{"_meta":{"terminal_output":true}}`)
 	sid := h.NewSession(ws)
 	command, open := gatedCommand(t)
 	h.Send(RequestLine("7", "session/prompt", PromptParams(sid, bashArgs(command, ""))))

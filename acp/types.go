@@ -181,14 +181,17 @@ type PromptRequest struct {
 
 // PromptResponse is the result of session/prompt.
 type PromptResponse struct {
-	StopReason string `json:"stopReason"`
+	StopReason StopReason `json:"stopReason"`
 }
+
+// StopReason says why a prompt's turn ended.
+type StopReason string
 
 // Stop reasons.
 const (
-	StopEndTurn   = "end_turn"
-	StopMaxTokens = "max_tokens"
-	StopCancelled = "cancelled"
+	StopEndTurn   StopReason = "end_turn"
+	StopMaxTokens StopReason = "max_tokens"
+	StopCancelled StopReason = "cancelled"
 )
 
 // CancelNotification is the params of session/cancel.

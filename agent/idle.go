@@ -51,6 +51,18 @@ func (r *idleRelease) end() {
 	r.timer.Reset(r.after)
 }
 
+// stop drops a pending release (the runtime is closing).
+func (r *idleRelease) stop() {
+	if r == nil {
+		return
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.timer != nil {
+		r.timer.Stop()
+	}
+}
+
 func (r *idleRelease) fire() {
 	r.mu.Lock()
 	idle := r.running == 0

@@ -141,7 +141,7 @@ func (s *Session) persist(ctx context.Context) {
 	}
 }
 
-// abortReasonLocked returns the end reason for an aborted turn.
+// abortEnd returns the end reason for an aborted turn (it takes s.mu).
 func (s *Session) abortEnd(ctx context.Context) session.EndReason {
 	s.mu.Lock()
 	defer s.mu.Unlock()

@@ -135,8 +135,10 @@ func (r *Runtime) maxToolArgBytes() int {
 const (
 	// CodeStepLimit ends a turn that reached Config.MaxSteps.
 	CodeStepLimit = "STEP_LIMIT"
-	// CodeInvalidHistory ends a turn whose derived history is not a valid
-	// chat sequence (a bug: the derivation repairs what it can).
+	// CodeInvalidHistory ends a turn, before its model call, whose derived
+	// history is not a valid chat sequence after the derivation repaired
+	// what it could, or (Config.CheckDerivation) differs from a full
+	// re-derivation of the log: a bug either way.
 	CodeInvalidHistory = "INVALID_HISTORY"
 )
 
@@ -153,27 +155,53 @@ type Runtime struct {
 	cfg      Config
 	children liveChildren // live child agents, for RootOf
 	idle     *idleRelease // nil without Config.ReleaseIdle
+
+	stop context.CancelFunc // ends the background work NewRuntime started
+	bg   sync.WaitGroup     // that work
 }
 
 // NewRuntime returns a runtime for cfg. A provider that can open its
 // connection ahead of use (a live API) starts doing so now, so the first
-// prompt does not wait for TCP and TLS handshakes.
+// prompt does not wait for TCP and TLS handshakes; the first-prompt code
+// paths are warmed too. Close stops both.
 func NewRuntime(cfg Config) *Runtime {
 	if cfg.Tools == nil {
 		cfg.Tools = func(capabilities.Env) *capabilities.Registry { return capabilities.NewRegistry() }
 	}
+	ctx, stop := context.WithCancel(context.Background())
+	r := &Runtime{cfg: cfg, idle: newIdleRelease(cfg.ReleaseIdle), stop: stop}
 	if w, ok := cfg.Provider.(warmer); ok {
-		go w.Warm(context.Background())
+		r.bg.Add(1)
+		go func() {
+			defer r.bg.Done()
+			w.Warm(ctx)
+		}()
 	}
-	r := &Runtime{cfg: cfg, idle: newIdleRelease(cfg.ReleaseIdle)}
-	go r.prewarm()
+	r.bg.Add(1)
+	go func() {
+		defer r.bg.Done()
+		r.prewarm(ctx)
+	}()
 	return r
+}
+
+// Close stops the runtime's own background work (the provider's warm-up,
+// the prewarm, a pending idle release) and waits for it to end. Sessions
+// are closed on their own (Session.Close), before it; the runtime is not
+// used after. Later calls do nothing.
+func (r *Runtime) Close() {
+	r.stop()
+	r.bg.Wait()
+	r.idle.stop()
 }
 
 // prewarm runs the first-prompt code paths once on a throwaway session in
 // the background (prompt assembly, tool schemas, event encodings), so the
 // user's first prompt does not pay for cold caches.
-func (r *Runtime) prewarm() {
+func (r *Runtime) prewarm(ctx context.Context) {
+	if ctx.Err() != nil {
+		return
+	}
 	log := session.NewLog(session.Header{ID: "prewarm", Cwd: "/"}, func() int64 { return 0 }, nil)
 	s := r.open(log, false, nil, nil)
 	log.Append(session.TypeTurnStart, session.TurnStart{Turn: 1, Trigger: session.Trigger{Kind: session.TriggerMessage, Source: session.UserSource}})

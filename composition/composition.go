@@ -29,16 +29,19 @@ import (
 	"github.com/dsh-acp/dsh-acp/session"
 )
 
+// Family names a tool family a composition can mount.
+type Family string
+
 // Tool families a composition can mount.
 const (
-	FamilyFS       = "fs"       // read, write, edit
-	FamilyBash     = "bash"     // bash and its background tools
-	FamilyTodo     = "todo"     // todo_write
-	FamilySubagent = "subagent" // subagent, subagent_fork
-	FamilyWorkflow = "workflow" // workflow
-	FamilyRunCode  = "run_code" // run_code
-	FamilyPlan     = "plan"     // exit_plan_mode
-	FamilyAsk      = "ask"      // ask_user_question
+	FamilyFS       Family = "fs"       // read, write, edit
+	FamilyBash     Family = "bash"     // bash and its background tools
+	FamilyTodo     Family = "todo"     // todo_write
+	FamilySubagent Family = "subagent" // subagent, subagent_fork
+	FamilyWorkflow Family = "workflow" // workflow
+	FamilyRunCode  Family = "run_code" // run_code
+	FamilyPlan     Family = "plan"     // exit_plan_mode
+	FamilyAsk      Family = "ask"      // ask_user_question
 )
 
 // Composition is one server configuration.
@@ -51,7 +54,7 @@ type Composition struct {
 	// interpolated per session.
 	Persona string `json:"persona"`
 	// Tools lists the mounted tool families.
-	Tools []string `json:"tools"`
+	Tools []Family `json:"tools"`
 	// Upstream keeps upstream's wire exactly (rejects client MCP servers,
 	// advertises nothing beyond upstream).
 	Upstream bool `json:"upstream,omitempty"`
@@ -118,7 +121,7 @@ const sandboxPersona = "You are a coding assistant running on the {{model}} mode
 // Builtin returns the named built-in composition.
 func Builtin(name string) (Composition, bool) {
 	acpAgent := Composition{Name: "acp-agent", Model: DefaultModel, Persona: codingPersona, Upstream: true, Hooks: true, RepeatGuard: true,
-		Tools: []string{FamilyFS, FamilyBash, FamilyTodo, FamilySubagent, FamilyWorkflow}}
+		Tools: []Family{FamilyFS, FamilyBash, FamilyTodo, FamilySubagent, FamilyWorkflow}}
 	switch name {
 	case "default":
 		return Composition{Name: "default", Model: DefaultModel, Persona: codingPersona, Hooks: true, RepeatGuard: true, Undo: true, Modes: true,
@@ -127,26 +130,26 @@ func Builtin(name string) (Composition, bool) {
 			Instructions: true, SpillBytes: capabilities.DefaultSpillCap, ToolTimeouts: &defaultTimeouts,
 			ParallelTools: []string{"read", "glob", "grep", "web_fetch"}, Hygiene: true, CompactAt: agent.DefaultCompactThreshold, CompactMaxTokens: 4096,
 			Containment: new(defaultContainment),
-			Tools: []string{FamilyFS, FamilyBash, FamilyTodo, FamilyPlan, FamilyAsk, FamilySubagent, FamilyWorkflow,
+			Tools: []Family{FamilyFS, FamilyBash, FamilyTodo, FamilyPlan, FamilyAsk, FamilySubagent, FamilyWorkflow,
 				FamilySearch, FamilyWeb, FamilySkills, FamilyRunCode}}, true
 	case "acp-agent":
 		return acpAgent, true
 	case "acp-agent-code-mode":
 		c := acpAgent
 		c.Name, c.ToolMode = name, agent.ToolModeCode
-		c.Tools = append(append([]string{}, c.Tools...), FamilyRunCode)
+		c.Tools = append(append([]Family{}, c.Tools...), FamilyRunCode)
 		return c, true
 	case "acp-agent-both-mode":
 		c := acpAgent
 		c.Name, c.ToolMode = name, agent.ToolModeBoth
-		c.Tools = append(append([]string{}, c.Tools...), FamilyRunCode)
+		c.Tools = append(append([]Family{}, c.Tools...), FamilyRunCode)
 		return c, true
 	case "sandbox-acp-agent":
 		return Composition{Name: name, Model: DefaultModel, Persona: sandboxPersona, Upstream: true,
-			Sandbox: sandbox.ReadOnly, Approval: approval.PolicyAsk, Tools: []string{FamilyBash}}, true
+			Sandbox: sandbox.ReadOnly, Approval: approval.PolicyAsk, Tools: []Family{FamilyBash}}, true
 	case "plan-acp-agent":
 		return Composition{Name: name, Model: DefaultModel, Persona: codingPersona, Upstream: true, Modes: true,
-			Tools: []string{FamilyFS, FamilyTodo, FamilyPlan}}, true
+			Tools: []Family{FamilyFS, FamilyTodo, FamilyPlan}}, true
 	}
 	return Composition{}, false
 }
@@ -192,7 +195,7 @@ func Load(nameOrFile string) (Composition, error) {
 
 // Validate checks the composition's values.
 func (c Composition) Validate() error {
-	known := map[string]bool{FamilyAsk: true, FamilyFS: true, FamilyBash: true, FamilyTodo: true, FamilySubagent: true, FamilyWorkflow: true, FamilyRunCode: true, FamilyPlan: true,
+	known := map[Family]bool{FamilyAsk: true, FamilyFS: true, FamilyBash: true, FamilyTodo: true, FamilySubagent: true, FamilyWorkflow: true, FamilyRunCode: true, FamilyPlan: true,
 		FamilySearch: true, FamilyWeb: true, FamilySkills: true}
 	for _, t := range c.Tools {
 		if !known[t] {
@@ -233,31 +236,13 @@ func (c Composition) Validate() error {
 }
 
 // Has reports whether the composition mounts a tool family.
-func (c Composition) Has(family string) bool {
+func (c Composition) Has(family Family) bool {
 	for _, t := range c.Tools {
 		if t == family {
 			return true
 		}
 	}
 	return false
-}
-
-// Features this build does not implement yet; the replay harness names
-// them when a scenario that needs one fails.
-const (
-	FeatureHooks       = "hooks (Claude Code / Codex hook bridges)"
-	FeatureApproval    = "approval service"
-	FeatureSandbox     = "sandbox executor and its config options"
-	FeatureModes       = "session modes (plan mode)"
-	FeatureCodeMode    = "run_code (code tool mode)"
-	FeatureSubagents   = "subagents"
-	FeatureWorkflow    = "workflow tool"
-	FeatureRepeatGuard = "repeat-tool guard"
-)
-
-// Built reports whether this build implements feature.
-func Built(feature string) bool {
-	return true
 }
 
 // Deps are the services tools reach through the composition.

@@ -60,7 +60,7 @@ func TestCompositionFile(t *testing.T) {
 	c, err := composition.Load(p)
 	require.NoError(t, err)
 	require.Equal(t, "no-shell", c.Name)
-	require.Equal(t, []string{"fs", "todo"}, c.Tools)
+	require.Equal(t, []composition.Family{composition.FamilyFS, composition.FamilyTodo}, c.Tools)
 	require.True(t, c.Undo, "fields not in the file come from the base")
 
 	reg := c.Registry(nil, composition.Deps{})

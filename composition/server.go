@@ -146,42 +146,32 @@ func (c Composition) NewServer(o ServerOptions) *acp.Server {
 		models, grantsOfACP, prompts, auth = catalog.choices, grants, promptCommands(o.getenv()), o.Auth
 	}
 	srv := acp.NewServer(acp.FromRuntime(rt), acp.Options{
-		AgentName:           "dsh-acp",
-		AgentVersion:        o.Version,
-		AgentTitle:          c.agentTitle(),
-		EditorConfig:        !c.Upstream,
-		Models:              models,
-		AcceptMCPServers:    !c.Upstream,
-		MCP:                 c.mcpConnector(approvals, o),
-		RequireElicitation:  !c.Upstream,
-		ContextWindow:       c.ContextWindow,
-		OfferAllowAlways:    !c.Upstream,
-		DetailedPermissions: !c.Upstream,
-		ChildApprovals:      !c.Upstream,
-		EditorCards:         !c.Upstream,
-		PromptContext:       !c.Upstream,
-		Images:              !c.Upstream && acceptsImages(o.Models, c.Model),
-		Grants:              grantsOfACP,
-		PromptCommands:      prompts,
-		EnvAuth:             auth,
-		ListSessions:        !c.Upstream,
-		Lifecycle:           !c.Upstream,
-		CancelAfterTeardown: !c.Upstream,
-		CheckCwd:            !c.Upstream,
-		EditorFiles:         !c.Upstream,
-		ExtraRoots:          !c.Upstream,
-		ClearErrors:         !c.Upstream,
-		CardUnloggedCalls:   !c.Upstream,
-		MergeReplayChunks:   !c.Upstream,
-		ClientTerminals:     !c.Upstream,
-		LiveOutput:          !c.Upstream,
-		MaxLineBytes:        o.Limits.MaxLineBytes,
-		MaxPromptBytes:      o.Limits.MaxPromptBytes,
+		Features:       c.features(),
+		AgentName:      "dsh-acp",
+		AgentVersion:   o.Version,
+		AgentTitle:     c.agentTitle(),
+		Models:         models,
+		MCP:            c.mcpConnector(approvals, o),
+		ContextWindow:  c.ContextWindow,
+		Images:         !c.Upstream && acceptsImages(o.Models, c.Model),
+		Grants:         grantsOfACP,
+		PromptCommands: prompts,
+		EnvAuth:        auth,
+		MaxLineBytes:   o.Limits.MaxLineBytes,
+		MaxPromptBytes: o.Limits.MaxPromptBytes,
 	}, o.Log)
 	if approvals != nil {
 		approvals.AddAnswerer(srv)
 	}
 	return srv
+}
+
+// features is the bridge's feature set: upstream's exactly, or every one.
+func (c Composition) features() acp.Features {
+	if c.Upstream {
+		return acp.UpstreamExact()
+	}
+	return acp.DefaultFeatures()
 }
 
 // delegation is the composition's delegation ceilings: none upstream

@@ -22,9 +22,9 @@ import (
 
 // More tool families (the default composition's toolbox).
 const (
-	FamilySearch = "search" // glob, grep
-	FamilyWeb    = "web"    // web_fetch (+ web_search with a provider)
-	FamilySkills = "skills" // skill, and the skill catalogue
+	FamilySearch Family = "search" // glob, grep
+	FamilyWeb    Family = "web"    // web_fetch (+ web_search with a provider)
+	FamilySkills Family = "skills" // skill, and the skill catalogue
 )
 
 // TimeoutsConfig is the tool time budget policy of a composition

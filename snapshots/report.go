@@ -32,7 +32,7 @@ func Main(ctx context.Context, w io.Writer, paths []string, l Launcher, o Option
 			continue
 		}
 		failed++
-		fmt.Fprintf(w, "FAIL %s: %s\n", r.Name, indent(explainMissing(sc, r.Message)))
+		fmt.Fprintf(w, "FAIL %s: %s\n", r.Name, indent(r.Message))
 		if r.Diff != "" && !shownDiff {
 			shownDiff = true
 			fmt.Fprintln(w, indent(strings.TrimRight(r.Diff, "\n")))

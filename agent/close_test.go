@@ -1,0 +1,79 @@
+package agent
+
+import (
+	"context"
+	"runtime"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/rs/zerolog"
+	"github.com/stretchr/testify/require"
+
+	"github.com/dsh-acp/dsh-acp/agent/llm"
+)
+
+// slowWarmer is a provider whose warm-up lasts until it is stopped (a
+// dead network); it is never asked for a model call.
+type slowWarmer struct {
+	llm.Provider
+	started, stopped chan struct{}
+}
+
+func (w slowWarmer) Warm(ctx context.Context) {
+	close(w.started)
+	<-ctx.Done()
+	close(w.stopped)
+}
+
+// TestRuntimeCloseStopsItsGoroutines: the goroutines NewRuntime starts
+// (the provider's warm-up, the prewarm) end by Close, even a warm-up that
+// would otherwise never return; none is left behind.
+func TestRuntimeCloseStopsItsGoroutines(t *testing.T) {
+	w := slowWarmer{started: make(chan struct{}), stopped: make(chan struct{})}
+	rt := NewRuntime(Config{Model: "m", Provider: w, Clock: func() int64 { return 0 }, NewID: func() string { return "s" },
+		Log: zerolog.Nop(), ReleaseIdle: time.Hour})
+	<-w.started
+	require.NotEmpty(t, runtimeGoroutines(), "the warm-up runs on a goroutine of the runtime")
+	closed := make(chan struct{})
+	go func() {
+		rt.Close()
+		close(closed)
+	}()
+	select {
+	case <-closed:
+	case <-time.After(10 * time.Second):
+		t.Fatal("Close did not return: the warm-up was not stopped")
+	}
+	select {
+	case <-w.stopped:
+	default:
+		t.Fatal("Close returned before the warm-up was stopped")
+	}
+	// A goroutine that has run its deferred Done may still be on its way
+	// out: give it a moment, then none may remain.
+	require.Eventually(t, func() bool { return len(runtimeGoroutines()) == 0 }, 10*time.Second, 5*time.Millisecond,
+		"goroutines of NewRuntime left after Close: %v", runtimeGoroutines())
+	rt.Close() // a second Close does nothing
+}
+
+// runtimeGoroutines returns the stacks of live goroutines NewRuntime
+// started.
+func runtimeGoroutines() []string {
+	buf := make([]byte, 1<<20)
+	for {
+		n := runtime.Stack(buf, true)
+		if n < len(buf) {
+			buf = buf[:n]
+			break
+		}
+		buf = make([]byte, 2*len(buf))
+	}
+	var out []string
+	for _, g := range strings.Split(string(buf), "\n\n") {
+		if strings.Contains(g, "agent.NewRuntime.func") || strings.Contains(g, "agent.(*Runtime).prewarm") {
+			out = append(out, g)
+		}
+	}
+	return out
+}
