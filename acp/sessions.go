@@ -261,8 +261,13 @@ func (s *Server) resume(ctx context.Context, req LoadSessionRequest, terminal, r
 		p.editor = s.opts.EditorCards
 		p.compaction = s.compactionUpdates()
 		send := func(u any) { s.notify("session/update", SessionNotification{SessionID: sess.ID(), Update: u}) }
+		events, err := sess.Log().All(ctx) // streamed chunks included
+		if err != nil {
+			s.dispose(ctx, sess)
+			return nil, err
+		}
 		var m chunkMerger
-		for _, ev := range sess.Log().Events() {
+		for _, ev := range events {
 			us := p.present(ev)
 			if !s.opts.MergeReplayChunks {
 				for _, u := range us {

@@ -77,7 +77,7 @@ func (m *turnModel) takeFirst() time.Time {
 
 // depthSession is a session of the depth benchmarks over a JSONL store,
 // with the real read tool and compaction at 80 % of a 100k window.
-func depthSession(b *testing.B, m *turnModel) *Session {
+func depthSession(b testing.TB, m *turnModel) *Session {
 	dir := b.TempDir()
 	if err := os.WriteFile(filepath.Join(dir, "a.txt"), []byte(strings.Repeat(strings.Repeat("x", 63)+"\n", 32)), 0o644); err != nil {
 		b.Fatal(err)
