@@ -266,23 +266,7 @@ func (s *Server) resume(ctx context.Context, req LoadSessionRequest, terminal, r
 			s.dispose(ctx, sess)
 			return nil, err
 		}
-		var m chunkMerger
-		for _, ev := range events {
-			us := p.present(ev)
-			if !s.opts.MergeReplayChunks {
-				for _, u := range us {
-					send(u)
-				}
-				continue
-			}
-			for _, u := range us {
-				m.add(u, send)
-			}
-			if ev.Type == session.TypeAssistantMessage {
-				m.flush(send) // the message is complete
-			}
-		}
-		m.flush(send)
+		replayLog(p, events, s.opts.MergeReplayChunks, send)
 	}
 	ls, err := s.register(ctx, sess, terminal, invalidParams("connection closed during session/load"))
 	if err != nil {

@@ -161,11 +161,24 @@ func (e Event) MarshalJSON() ([]byte, error) {
 // UnmarshalJSON reads an event line, remembering the surfaceOp/sourceEventSeqs
 // key order so a reloaded event re-serializes identically.
 func (e *Event) UnmarshalJSON(b []byte) error {
-	if c, ok := parseCanonical(b); ok {
+	if c, ok := parseCanonical(b, false); ok {
 		*e = c
 		return nil
 	}
 	return e.unmarshalSlow(b)
+}
+
+// ParseLine reads one event line like UnmarshalJSON, except that the
+// event's Data may share line's memory (a store reading a whole file
+// keeps one buffer instead of a copy per event); line must not change
+// afterwards.
+func ParseLine(line []byte) (Event, error) {
+	if c, ok := parseCanonical(line, true); ok {
+		return c, nil
+	}
+	var e Event
+	err := e.unmarshalSlow(line)
+	return e, err
 }
 
 // unmarshalSlow is UnmarshalJSON for any valid line.

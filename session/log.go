@@ -72,7 +72,13 @@ func ResumeLog(h Header, events []Event, clock Clock, store Store) *Log {
 	} else {
 		// The kept events copy their data, so the buffer events were
 		// read from is not held once loaded goes.
-		kept := make([]Event, 0, len(events))
+		n := 0
+		for _, e := range events {
+			if e.Type != TypeAssistantChunk {
+				n++
+			}
+		}
+		kept := make([]Event, 0, n)
 		for _, e := range events {
 			if e.Type != TypeAssistantChunk {
 				e.Data = bytes.Clone(e.Data)

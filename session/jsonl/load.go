@@ -101,23 +101,23 @@ func readLog(path, id string) (session.Header, []session.Event, error) {
 		return h, nil, nil
 	}
 	lines := bytes.Count(data[nl+1:], []byte{'\n'}) + 1
-	cands := make([]session.Candidate, 0, lines)
+	events := make([]session.Event, 0, lines)
+	parsed := make([]bool, 0, lines)
 	ends := make([]int, 0, lines) // byte offset just past each candidate line
 	pos := nl + 1
 	for pos < len(data) {
 		i := bytes.IndexByte(data[pos:], '\n')
 		if i < 0 {
-			cands = append(cands, session.Candidate{}) // unterminated: torn
+			events, parsed = append(events, session.Event{}), append(parsed, false) // unterminated: torn
 			ends = append(ends, len(data))
 			break
 		}
-		var c session.Candidate
-		c.OK = c.Event.UnmarshalJSON(data[pos:pos+i]) == nil
-		cands = append(cands, c)
+		ev, err := session.ParseLine(data[pos : pos+i]) // data is not changed again
+		events, parsed = append(events, ev), append(parsed, err == nil)
 		pos += i + 1
 		ends = append(ends, pos)
 	}
-	n, err := session.CommittedPrefix(cands)
+	n, err := session.CommittedPrefixOf(events, parsed)
 	if err != nil {
 		return session.Header{}, nil, err
 	}
@@ -130,10 +130,7 @@ func readLog(path, id string) (session.Header, []session.Event, error) {
 			return session.Header{}, nil, err
 		}
 	}
-	events := make([]session.Event, n)
-	for i := range events {
-		events[i] = cands[i].Event
-	}
+	events = events[:n:n]
 	return h, events, nil
 }
 
