@@ -36,7 +36,7 @@ type Log struct {
 	last     map[string]int // index in events of the last event of each type
 	next     int            // the next seq
 	pending  []Event        // events not handed to the store yet (chunks included), in seq order
-	spare    []Event        // a written batch's buffer, cleared, for the next pending
+	spare    []Event        // a lazily written batch's buffer, cleared, for the next pending
 	stored   int            // events the store holds (seqs below it)
 	loaded   []Event        // ResumeLog's whole events, until the first write after it
 	lazy     bool           // the store holds writes not yet forced to disk
@@ -282,10 +282,15 @@ func (l *Log) persist(ctx context.Context, durable bool) error {
 		return fmt.Errorf("flush session %s: %w", h.ID, err)
 	}
 	l.lazy = lazy
+	if durable {
+		l.spare = nil
+	}
 	if len(pending) > 0 {
 		l.stored = pending[len(pending)-1].Seq + 1
 		l.loaded = nil
-		if cap(pending) <= spareCap {
+		if !durable && cap(pending) <= spareCap {
+			// Reused by the next step of the turn; a durable write (a
+			// turn's end) lets it go, so an idle log holds none.
 			clear(pending)
 			l.spare = pending[:0]
 		}
