@@ -121,8 +121,11 @@ func TestLoadMergesChunks(t *testing.T) {
 // BenchmarkLoad loads a stored session of 100 and of 1,000 turns, each
 // with a 100-chunk answer, through session/load (the store's read and
 // repair, the resumed session, the replay to the client), and fails when
-// the 1,000-turn load takes more than 150 ms (median, CPU time).
+// the 1,000-turn load takes more than 150 ms (median, CPU time), or more
+// than 12× the 100-turn load of the same run (a load must cost what the
+// log holds, no more).
 func BenchmarkLoad(b *testing.B) {
+	costs := map[int]time.Duration{}
 	for _, turns := range []int{100, 1000} {
 		b.Run(fmt.Sprintf("turns=%d", turns), func(b *testing.B) {
 			dir, cwd := b.TempDir(), b.TempDir()
@@ -153,8 +156,16 @@ func BenchmarkLoad(b *testing.B) {
 			// client: other processes on the machine do not change it),
 			// by wall time where that is unknown.
 			cost := cmp.Or(cpu[len(cpu)/2], wall[len(wall)/2])
+			costs[turns] = cost
 			if turns == 1000 && cost > 150*time.Millisecond {
 				b.Errorf("loading a 1,000-turn session took %v; the target is 150 ms", cost)
+			}
+			if c100 := costs[100]; turns == 1000 && c100 > 0 {
+				ratio := float64(cost) / float64(c100)
+				b.ReportMetric(ratio, "load-1000/100")
+				if ratio > 12 {
+					b.Errorf("loading 1,000 turns took %v, %.1f× loading 100 (%v); the target is linear (≤ 12×)", cost, ratio, c100)
+				}
 			}
 		})
 	}

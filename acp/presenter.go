@@ -268,15 +268,27 @@ type chunkMerger struct {
 func (m *chunkMerger) add(u any, send func(any)) {
 	c, ok := u.(ContentChunk)
 	if ok && c.Content.Type == "text" && (c.SessionUpdate == UpdateAgentMessageChunk || c.SessionUpdate == UpdateAgentThoughtChunk) {
-		if m.open && m.kind != c.SessionUpdate {
-			m.flush(send)
-		}
-		m.kind, m.open = c.SessionUpdate, true
+		m.start(c.SessionUpdate, send)
 		m.text = append(m.text, c.Content.Text...)
 		return
 	}
 	m.flush(send)
 	send(u)
+}
+
+// addText adds one text chunk of kind (an agent message or thought
+// chunk), as add does with its update.
+func (m *chunkMerger) addText(kind UpdateKind, text []byte, send func(any)) {
+	m.start(kind, send)
+	m.text = append(m.text, text...)
+}
+
+// start opens a run of kind, sending a held run of another kind first.
+func (m *chunkMerger) start(kind UpdateKind, send func(any)) {
+	if m.open && m.kind != kind {
+		m.flush(send)
+	}
+	m.kind, m.open = kind, true
 }
 
 // flush sends the held run, if any.

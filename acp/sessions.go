@@ -254,23 +254,12 @@ func (s *Server) resume(ctx context.Context, req LoadSessionRequest, terminal, r
 		p.editor = s.opts.EditorCards
 		p.compaction = s.compactionUpdates()
 		send := func(u any) { s.notify("session/update", SessionNotification{SessionID: sess.ID(), Update: u}) }
-		var m chunkMerger
-		for _, ev := range sess.Log().Events() {
-			us := p.present(ev)
-			if !s.opts.MergeReplayChunks {
-				for _, u := range us {
-					send(u)
-				}
-				continue
-			}
-			for _, u := range us {
-				m.add(u, send)
-			}
-			if ev.Type == session.TypeAssistantMessage {
-				m.flush(send) // the message is complete
-			}
+		events, err := sess.Log().All(ctx) // streamed chunks included
+		if err != nil {
+			s.dispose(ctx, sess)
+			return nil, err
 		}
-		m.flush(send)
+		replayLog(p, events, s.opts.MergeReplayChunks, send)
 	}
 	ls, err := s.register(ctx, sess, terminal, invalidParams("connection closed during session/load"))
 	if err != nil {

@@ -77,7 +77,7 @@ func (m *turnModel) takeFirst() time.Time {
 
 // depthSession is a session of the depth benchmarks over a JSONL store,
 // with the real read tool and compaction at 80 % of a 100k window.
-func depthSession(b *testing.B, m *turnModel) *Session {
+func depthSession(b testing.TB, m *turnModel) *Session {
 	dir := b.TempDir()
 	if err := os.WriteFile(filepath.Join(dir, "a.txt"), []byte(strings.Repeat(strings.Repeat("x", 63)+"\n", 32)), 0o644); err != nil {
 		b.Fatal(err)
@@ -144,17 +144,21 @@ func liveBytes() (heap, rss uint64) {
 
 // BenchmarkStepAtDepth runs one long session, one read and one answer a
 // turn, compacting as it grows, and measures prompt → first model request
-// and the whole turn (median of 20 turns) at 10, 100, 1,000 and 3,000
+// and the whole turn (median of 60 turns; CPU, the mean) at 10, 100, 1,000 and 3,000
 // prior turns, with answers of 1 and 300 chunks, and the memory each turn
 // keeps. It fails when a step at turn 3,000 costs more than 1.5× one at
-// turn 100, or when a turn keeps more than 8 KB of heap.
+// turn 100, or when a turn keeps more than 8 KB of heap or of resident
+// memory.
 func BenchmarkStepAtDepth(b *testing.B) {
 	for _, chunks := range []int{1, 300} {
 		b.Run(fmt.Sprintf("chunks=%d", chunks), func(b *testing.B) {
 			for b.Loop() {
 				m := &turnModel{chunks: chunks}
 				s := depthSession(b, m)
-				const window = 20
+				// A window spans about one compaction period (60 turns),
+				// so each depth's figure carries its share of the
+				// compactions and of the collections between them.
+				const window = 60
 				done := 0
 				samples := map[int]depthSample{}
 				var heap100, rss100 uint64
@@ -202,6 +206,9 @@ func BenchmarkStepAtDepth(b *testing.B) {
 				}
 				if heapPerTurn > 8<<10 {
 					b.Errorf("each turn keeps %.1f KB of heap; the target is 8 KB", heapPerTurn/1024)
+				}
+				if rssPerTurn := (float64(rss3000) - float64(rss100)) / turns; rss100 > 0 && rssPerTurn > 8<<10 {
+					b.Errorf("each turn keeps %.1f KB of resident memory; the target is 8 KB", rssPerTurn/1024)
 				}
 			}
 		})

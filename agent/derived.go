@@ -3,6 +3,7 @@ package agent
 import (
 	"bytes"
 	"cmp"
+	"context"
 	"encoding/json"
 	"fmt"
 	"maps"
@@ -281,6 +282,36 @@ func verifyLog(log *session.Log, def approval.Policy, knobs []Knob) error {
 	return nil
 }
 
+// verifyKept compares the events the log keeps in memory with the whole
+// log (read back from the store where memory let go of it): the same
+// events, byte for byte, less the streamed chunks.
+func verifyKept(log *session.Log) error {
+	all, err := log.All(context.Background())
+	if err != nil {
+		return err
+	}
+	kept := log.Events()
+	i := 0
+	for _, e := range all {
+		if i < len(kept) && kept[i].Seq == e.Seq {
+			a, _ := kept[i].MarshalJSON()
+			b, _ := e.MarshalJSON()
+			if !bytes.Equal(a, b) {
+				return fmt.Errorf("the log keeps event #%d as %s, its store has %s", e.Seq, a, b)
+			}
+			i++
+			continue
+		}
+		if e.Type != session.TypeAssistantChunk {
+			return fmt.Errorf("the log does not keep event #%d (%s)", e.Seq, e.Type)
+		}
+	}
+	if i < len(kept) {
+		return fmt.Errorf("the log keeps event #%d, which its store does not have", kept[i].Seq)
+	}
+	return nil
+}
+
 // checkDerivation is Config.CheckDerivation's comparison for one step;
 // r is locked and synced.
 func (s *Session) checkDerivation(r *derived) error {
@@ -291,6 +322,9 @@ func (s *Session) checkDerivation(r *derived) error {
 	err := r.verify(s.log.Events())
 	if err == nil {
 		err = verifyLog(s.log, def, s.rt.knobs())
+	}
+	if err == nil {
+		err = verifyKept(s.log)
 	}
 	if err != nil {
 		return fmt.Errorf("incremental derivation: %w", err)

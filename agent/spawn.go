@@ -49,8 +49,14 @@ func (s *Session) Spawn(ctx context.Context, o capabilities.ChildOptions) (capab
 		o.Model = s.modelID()
 	}
 	var seed []session.Event
-	if o.Fork {
-		seed = completedPrefix(s.log.Events())
+	if end, ok := s.log.Last(session.TypeTurnEnd); ok && o.Fork {
+		var err error
+		if seed, err = s.log.Prefix(ctx, end.Seq+1); err != nil {
+			if s.family != nil {
+				s.family.release()
+			}
+			return nil, fmt.Errorf("read the fork child's seed: %w", err)
+		}
 	}
 	h.SeedLength = len(seed)
 	if len(seed) > 0 && r.cfg.Store != nil {
@@ -145,15 +151,4 @@ func (s *Session) closedChild() {
 	if s.family != nil {
 		s.family.release()
 	}
-}
-
-// completedPrefix returns events from the first through the last turn/end
-// (nil when no turn has ended).
-func completedPrefix(events []session.Event) []session.Event {
-	for i := len(events) - 1; i >= 0; i-- {
-		if events[i].Type == session.TypeTurnEnd {
-			return events[: i+1 : i+1]
-		}
-	}
-	return nil
 }

@@ -7,6 +7,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"math"
 	"strconv"
 
 	"github.com/dsh-acp/dsh-acp/internal/jsonx"
@@ -74,6 +75,39 @@ type Event struct {
 	// for events read back from a store). Subscribers may use it to skip
 	// decoding Data.
 	Payload any
+	// run is a contiguous SourceEventSeqs kept without its slice (a Log
+	// over a Reader keeps a message's chunk seqs so): from, from+1, …,
+	// from+n-1, when SourceEventSeqs is nil and n > 0.
+	run struct{ from, n int32 }
+}
+
+// Sources returns the event's sourceEventSeqs (nil when it has none).
+// Read it rather than SourceEventSeqs from events a Log keeps.
+func (e Event) Sources() []int {
+	if e.SourceEventSeqs != nil || e.run.n == 0 {
+		return e.SourceEventSeqs
+	}
+	seqs := make([]int, e.run.n)
+	for i := range seqs {
+		seqs[i] = int(e.run.from) + i
+	}
+	return seqs
+}
+
+// packSources keeps a contiguous ascending SourceEventSeqs of more than
+// two seqs as its run.
+func (e *Event) packSources() {
+	s := e.SourceEventSeqs
+	if len(s) < 3 || s[0] < 0 || s[len(s)-1] != s[0]+len(s)-1 || s[len(s)-1] > math.MaxInt32 {
+		return
+	}
+	for i := 1; i < len(s); i++ {
+		if s[i] != s[i-1]+1 {
+			return
+		}
+	}
+	e.run.from, e.run.n = int32(s[0]), int32(len(s))
+	e.SourceEventSeqs = nil
 }
 
 // SurfaceAppend is the surfaceOp every composition here writes.
@@ -96,9 +130,9 @@ func (e Event) MarshalJSON() ([]byte, error) {
 		b.Write(e.Data)
 	}
 	writeSeqs := func() {
-		if e.SourceEventSeqs != nil {
+		if seqs := e.Sources(); seqs != nil {
 			b.WriteString(`,"sourceEventSeqs":[`)
-			for i, s := range e.SourceEventSeqs {
+			for i, s := range seqs {
 				if i > 0 {
 					b.WriteByte(',')
 				}
@@ -127,11 +161,24 @@ func (e Event) MarshalJSON() ([]byte, error) {
 // UnmarshalJSON reads an event line, remembering the surfaceOp/sourceEventSeqs
 // key order so a reloaded event re-serializes identically.
 func (e *Event) UnmarshalJSON(b []byte) error {
-	if c, ok := parseCanonical(b); ok {
+	if c, ok := parseCanonical(b, false); ok {
 		*e = c
 		return nil
 	}
 	return e.unmarshalSlow(b)
+}
+
+// ParseLine reads one event line like UnmarshalJSON, except that the
+// event's Data may share line's memory (a store reading a whole file
+// keeps one buffer instead of a copy per event); line must not change
+// afterwards.
+func ParseLine(line []byte) (Event, error) {
+	if c, ok := parseCanonical(line, true); ok {
+		return c, nil
+	}
+	var e Event
+	err := e.unmarshalSlow(line)
+	return e, err
 }
 
 // unmarshalSlow is UnmarshalJSON for any valid line.

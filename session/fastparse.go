@@ -11,8 +11,8 @@ import (
 // without encoding/json: a 1,000-turn session/load parses some 100,000
 // such lines. It reports false for any other line, which the general
 // decoder then reads; where it reports true the general decoder gives the
-// same Event (FuzzEventFastPath).
-func parseCanonical(b []byte) (Event, bool) {
+// same Event (FuzzEventFastPath). With alias, Data shares b's memory.
+func parseCanonical(b []byte, alias bool) (Event, bool) {
 	rest, ok := bytes.CutPrefix(b, []byte(`{"type":"`))
 	if !ok {
 		return Event{}, false
@@ -82,12 +82,46 @@ func parseCanonical(b []byte) (Event, bool) {
 	if n, ok := scanValue(body, 0, 0); !ok || n != len(body) {
 		return Event{}, false
 	}
-	e.Type, e.Seq = string(typ), int(seq)
-	e.Data = bytes.Clone(body)
+	e.Type, e.Seq = eventType(typ), int(seq)
+	e.Data = body
+	if !alias {
+		e.Data = bytes.Clone(body)
+	}
 	if sawOp {
 		e.SurfaceOp = SurfaceAppend
 	}
 	return e, true
+}
+
+// eventType is string(b), without allocating for the core types.
+func eventType(b []byte) string {
+	switch string(b) {
+	case TypeAssistantChunk:
+		return TypeAssistantChunk
+	case TypeAssistantMessage:
+		return TypeAssistantMessage
+	case TypeStepStart:
+		return TypeStepStart
+	case TypeStepEnd:
+		return TypeStepEnd
+	case TypeTurnStart:
+		return TypeTurnStart
+	case TypeTurnEnd:
+		return TypeTurnEnd
+	case TypeUserMessage:
+		return TypeUserMessage
+	case TypeToolCall:
+		return TypeToolCall
+	case TypeToolResult:
+		return TypeToolResult
+	case TypeContextMessage:
+		return TypeContextMessage
+	case TypeRequestHeader:
+		return TypeRequestHeader
+	case TypeRequestHeaderDelta:
+		return TypeRequestHeaderDelta
+	}
+	return string(b)
 }
 
 // leadingInt reads the decimal integer b starts with (no leading zeros,
@@ -263,52 +297,62 @@ func scanNumber(b []byte, i int) (int, bool) {
 // other shape (a chunk without text, escapes in the text), which the
 // caller then decodes in full.
 func ChunkDelta(data []byte) (kind, text string, ok bool) {
-	rest, ok := bytes.CutPrefix(data, []byte(`{"turn":`))
+	k, t, ok := ChunkDeltaBytes(data)
 	if !ok {
 		return "", "", false
 	}
+	return string(k), string(t), true
+}
+
+// ChunkDeltaBytes is ChunkDelta without copying: kind and text share
+// data's memory.
+func ChunkDeltaBytes(data []byte) (kind, text []byte, ok bool) {
+	rest, ok := bytes.CutPrefix(data, []byte(`{"turn":`))
+	if !ok {
+		return nil, nil, false
+	}
 	if _, rest, ok = leadingInt(rest, true); !ok {
-		return "", "", false
+		return nil, nil, false
 	}
 	if rest, ok = bytes.CutPrefix(rest, []byte(`,"step":`)); !ok {
-		return "", "", false
+		return nil, nil, false
 	}
 	if _, rest, ok = leadingInt(rest, true); !ok {
-		return "", "", false
+		return nil, nil, false
 	}
 	if rest, ok = bytes.CutPrefix(rest, []byte(`,"chunk":{"type":"`)); !ok {
-		return "", "", false
+		return nil, nil, false
 	}
 	i := bytes.IndexByte(rest, '"')
 	if i < 0 {
-		return "", "", false
+		return nil, nil, false
 	}
 	k := rest[:i]
 	for _, c := range k {
 		if c < 0x20 || c >= 0x7f || c == '\\' { // chunk types are plain ASCII
-			return "", "", false
+			return nil, nil, false
 		}
 	}
 	if rest, ok = bytes.CutPrefix(rest[i+1:], []byte(`,"index":`)); !ok {
-		return "", "", false
+		return nil, nil, false
 	}
 	if _, rest, ok = leadingInt(rest, true); !ok {
-		return "", "", false
+		return nil, nil, false
 	}
 	if rest, ok = bytes.CutPrefix(rest, []byte(`,"text":"`)); !ok {
-		return "", "", false
+		return nil, nil, false
 	}
 	t, ok := bytes.CutSuffix(rest, []byte(`"}}`))
 	if !ok || bytes.ContainsAny(t, "\"\\") || bytes.ContainsAny(k, "\"\\") {
-		return "", "", false
+		return nil, nil, false
 	}
 	for _, c := range t {
 		if c < 0x20 {
-			return "", "", false
+			return nil, nil, false
 		}
 	}
 	if !utf8.Valid(t) || !utf8.Valid(k) { // the decoder would replace what is not UTF-8
-		return "", "", false
+		return nil, nil, false
 	}
-	return string(k), string(t), true
+	return k, t, true
 }

@@ -36,7 +36,7 @@ func FuzzEventFastPath(f *testing.F) {
 		f.Add([]byte(s))
 	}
 	f.Fuzz(func(t *testing.T, b []byte) {
-		fast, ok := parseCanonical(b)
+		fast, ok := parseCanonical(b, false)
 		if !ok {
 			return
 		}
@@ -44,13 +44,16 @@ func FuzzEventFastPath(f *testing.F) {
 		require.NoError(t, err, "the fast path read a line the decoder refuses: %s", b)
 		require.Equal(t, slow, fast, "%s", b)
 		require.True(t, json.Valid(b))
+		aliased, err := ParseLine(b)
+		require.NoError(t, err)
+		require.Equal(t, fast, aliased, "ParseLine reads what UnmarshalJSON does")
 	})
 }
 
 func TestEventFastPathSeeds(t *testing.T) {
 	taken := 0
 	for _, s := range fastSeeds {
-		fast, ok := parseCanonical([]byte(s))
+		fast, ok := parseCanonical([]byte(s), false)
 		slow, err := slowEvent([]byte(s))
 		if !ok {
 			continue

@@ -1,8 +1,10 @@
 package session
 
 import (
+	"bytes"
 	"context"
 	"fmt"
+	"sort"
 	"sync"
 )
 
@@ -15,18 +17,32 @@ type Subscriber func(Event)
 
 // Log is one session's append-only event log. Appends are serialized and
 // subscribers see every event in seq order before Append returns. Events are
-// buffered in memory and written to the Store at each Flush.
+// buffered in memory and written to the Store at each Flush or Write.
+//
+// Over a store that reads back what it wrote (a Reader), the log keeps in
+// memory every event but the streamed assistant/chunk events: a chunk is
+// held only until it is handed to the store, so a session of long streamed
+// answers costs memory for its messages, not for their tokens. Events,
+// Len and the folds see the kept events (in seq order; a seq is then no
+// longer an index); All and Prefix return the whole log, chunks included,
+// reading back from the store what memory let go of. A log without a
+// store, or over one that cannot read back, keeps every event.
 type Log struct {
 	appendMu sync.Mutex // serializes Append including subscriber dispatch
-	flushMu  sync.Mutex // serializes writes to the store
+	flushMu  sync.Mutex // serializes writes to the store (and read-backs)
 	mu       sync.Mutex // guards the fields below
 	header   Header
-	events   []Event
+	events   []Event        // the kept events, in seq order
 	last     map[string]int // index in events of the last event of each type
-	flushed  int
-	lazy     bool // the store holds writes not yet forced to disk
+	next     int            // the next seq
+	pending  []Event        // events not handed to the store yet (chunks included), in seq order
+	spare    []Event        // a lazily written batch's buffer, cleared, for the next pending
+	stored   int            // events the store holds (seqs below it)
+	loaded   []Event        // ResumeLog's whole events, until the first write after it
+	lazy     bool           // the store holds writes not yet forced to disk
 	clock    Clock
 	store    Store
+	reader   Reader         // store when it reads back (chunks then leave memory)
 	subs     []subscription // copied on change, so Append reads it without allocating
 	nextSub  int
 }
@@ -38,15 +54,44 @@ type subscription struct {
 
 // NewLog starts an empty log for header h. store may be nil (memory only).
 func NewLog(h Header, clock Clock, store Store) *Log {
-	return &Log{header: h, clock: clock, store: store}
+	l := &Log{header: h, clock: clock, store: store}
+	l.reader, _ = store.(Reader)
+	return l
 }
 
-// ResumeLog wraps events already persisted in store.
+// ResumeLog wraps events already persisted in store (all of the stored
+// log, seqs 0 to len(events)-1). Over a Reader the log keeps events whole
+// until its first write to the store, so that showing a session just
+// loaded reads nothing twice; the kept events copy their data, so the
+// buffer events were read from is not held after that.
 func ResumeLog(h Header, events []Event, clock Clock, store Store) *Log {
 	l := NewLog(h, clock, store)
-	l.events = events
-	l.flushed = len(events)
-	for i, e := range events {
+	l.next, l.stored = len(events), len(events)
+	if l.reader == nil {
+		l.events = events
+	} else {
+		// The kept events copy their data, so the buffer events were
+		// read from is not held once loaded goes.
+		n := 0
+		for _, e := range events {
+			if e.Type != TypeAssistantChunk {
+				n++
+			}
+		}
+		kept := make([]Event, 0, n)
+		for _, e := range events {
+			if e.Type != TypeAssistantChunk {
+				e.Data = bytes.Clone(e.Data)
+				e.packSources()
+				kept = append(kept, e)
+			}
+		}
+		l.events = kept
+		if len(kept) < len(events) {
+			l.loaded = events
+		}
+	}
+	for i, e := range l.events {
 		l.noteLast(i, e.Type)
 	}
 	return l
@@ -62,24 +107,34 @@ func (l *Log) Header() Header {
 // ID returns the session id.
 func (l *Log) ID() string { return l.Header().ID }
 
-// Events returns the events appended so far. The returned slice must not be
-// modified; later appends do not change it.
+// Events returns the kept events appended so far, in seq order: every
+// event, except, over a Reader, the assistant/chunk events (see Log). The
+// returned slice must not be modified; later appends do not change it.
 func (l *Log) Events() []Event {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	return l.events[:len(l.events):len(l.events)]
 }
 
-// Len returns the number of events (the next seq).
+// Len returns the number of events Events returns.
 func (l *Log) Len() int {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	return len(l.events)
 }
 
+// NextSeq returns the seq the next appended event gets: the number of
+// events of the whole log.
+func (l *Log) NextSeq() int {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.next
+}
+
 // Last returns the latest event of type typ, in O(1): the folds that
 // read only the newest event of a type (a knob, the mode, the approval
 // policy, the open turn) read it here instead of scanning the log.
+// Streamed chunks are not kept over a Reader, so it does not find them.
 func (l *Log) Last(typ string) (Event, bool) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
@@ -151,12 +206,26 @@ func (l *Log) Append(typ string, data any, opts ...AppendOption) Event {
 		o(&ev)
 	}
 	l.mu.Lock()
-	ev.Seq = len(l.events)
+	ev.Seq = l.next
 	ev.Time = l.clock()
+	l.next++
 	stored := ev
 	stored.Payload = nil // subscribers get it; the log keeps only the encoding
-	l.noteLast(len(l.events), typ)
-	l.events = append(l.events, stored)
+	if l.store != nil {
+		if l.pending == nil {
+			l.pending, l.spare = l.spare, nil
+		}
+		l.pending = append(l.pending, stored)
+	}
+	switch {
+	case l.reader == nil:
+		l.noteLast(len(l.events), typ)
+		l.events = append(l.events, stored)
+	case typ != TypeAssistantChunk:
+		stored.packSources()
+		l.noteLast(len(l.events), typ)
+		l.events = append(l.events, stored)
+	}
 	subs := l.subs
 	l.mu.Unlock()
 	for _, s := range subs {
@@ -178,18 +247,21 @@ func (l *Log) Write(ctx context.Context) error {
 	return l.persist(ctx, false)
 }
 
+// spareCap bounds the written batch buffer a log keeps for reuse.
+const spareCap = 4096
+
 func (l *Log) persist(ctx context.Context, durable bool) error {
-	l.flushMu.Lock()
-	defer l.flushMu.Unlock()
-	l.mu.Lock()
-	pending := l.events[l.flushed:]
-	h := l.header
-	n := len(l.events)
-	lazy := l.lazy
-	l.mu.Unlock()
 	if l.store == nil {
 		return nil
 	}
+	l.flushMu.Lock()
+	defer l.flushMu.Unlock()
+	l.mu.Lock()
+	pending := l.pending
+	l.pending = nil
+	h := l.header
+	lazy := l.lazy
+	l.mu.Unlock()
 	lw, canLazy := l.store.(LazyWriter)
 	var err error
 	switch {
@@ -203,14 +275,70 @@ func (l *Log) persist(ctx context.Context, durable bool) error {
 		err = lw.Sync(ctx, h.ID)
 		lazy = false
 	}
+	l.mu.Lock()
+	defer l.mu.Unlock()
 	if err != nil {
+		l.pending = append(pending, l.pending...)
 		return fmt.Errorf("flush session %s: %w", h.ID, err)
 	}
-	l.mu.Lock()
-	l.flushed = n
 	l.lazy = lazy
-	l.mu.Unlock()
+	if durable {
+		l.spare = nil
+	}
+	if len(pending) > 0 {
+		l.stored = pending[len(pending)-1].Seq + 1
+		l.loaded = nil
+		if !durable && cap(pending) <= spareCap {
+			// Reused by the next step of the turn; a durable write (a
+			// turn's end) lets it go, so an idle log holds none.
+			clear(pending)
+			l.spare = pending[:0]
+		}
+	}
 	return nil
+}
+
+// All returns every event of the log, streamed chunks included, in seq
+// order (Prefix of NextSeq).
+func (l *Log) All(ctx context.Context) ([]Event, error) {
+	return l.Prefix(ctx, l.NextSeq())
+}
+
+// Prefix returns the events of the whole log whose seq is below n,
+// streamed chunks included: what a fork copies and session/load shows.
+// What memory let go of is read back from the store. The returned slice
+// must not be modified.
+func (l *Log) Prefix(ctx context.Context, n int) ([]Event, error) {
+	l.flushMu.Lock() // the store then holds exactly the seqs below stored
+	defer l.flushMu.Unlock()
+	l.mu.Lock()
+	n = min(max(n, 0), l.next)
+	if l.reader == nil {
+		defer l.mu.Unlock()
+		i := sort.Search(len(l.events), func(i int) bool { return l.events[i].Seq >= n })
+		return l.events[:i:i], nil
+	}
+	loaded, stored, pending, id := l.loaded, l.stored, l.pending[:len(l.pending):len(l.pending)], l.header.ID
+	l.mu.Unlock()
+	var out []Event
+	switch {
+	case n <= len(loaded):
+		return loaded[:n:n], nil
+	case loaded != nil:
+		out = loaded[:len(loaded):len(loaded)]
+	case stored > 0:
+		var err error
+		if out, err = l.reader.ReadBack(ctx, id, min(n, stored)); err != nil {
+			return nil, fmt.Errorf("read back session %s: %w", id, err)
+		}
+	}
+	for _, e := range pending {
+		if e.Seq >= n {
+			break
+		}
+		out = append(out, e)
+	}
+	return out, nil
 }
 
 // Close makes the log durable (Flush) and then gives up the store's hold

@@ -113,26 +113,37 @@ func (e *CorruptError) Error() string { return e.Msg }
 // parseable turn/end ends the prefix (a torn tail, dropped on load); one at
 // or before it is fatal. Line numbers count the header as line 0.
 func CommittedPrefix(c []Candidate) (int, error) {
-	lastEnd := -1
+	events, ok := make([]Event, len(c)), make([]bool, len(c))
 	for i := range c {
-		if c[i].OK && c[i].Event.Type == TypeTurnEnd {
+		events[i], ok[i] = c[i].Event, c[i].OK
+	}
+	return CommittedPrefixOf(events, ok)
+}
+
+// CommittedPrefixOf is CommittedPrefix over the parsed events of every
+// line and whether each line parsed (a store reading a whole file keeps
+// one slice of events, not a slice of candidates and a copy).
+func CommittedPrefixOf(events []Event, ok []bool) (int, error) {
+	lastEnd := -1
+	for i := range events {
+		if ok[i] && events[i].Type == TypeTurnEnd {
 			lastEnd = i
 		}
 	}
-	for i := range c {
+	for i := range events {
 		line := i + 1
-		if !c[i].OK {
+		if !ok[i] {
 			if i <= lastEnd {
 				return 0, &CorruptError{fmt.Sprintf("corrupt session log: unparsable committed event at line %d", line)}
 			}
 			return i, nil
 		}
-		if c[i].Event.Seq != i {
+		if events[i].Seq != i {
 			if i <= lastEnd {
-				return 0, &CorruptError{fmt.Sprintf("corrupt session log: seq gap in committed region at line %d (expected %d, got %d)", line, i, c[i].Event.Seq)}
+				return 0, &CorruptError{fmt.Sprintf("corrupt session log: seq gap in committed region at line %d (expected %d, got %d)", line, i, events[i].Seq)}
 			}
 			return i, nil
 		}
 	}
-	return len(c), nil
+	return len(events), nil
 }

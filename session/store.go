@@ -35,6 +35,16 @@ type LazyWriter interface {
 	Sync(ctx context.Context, id string) error
 }
 
+// Reader is a Store that reads back what it stored of a session: a Log
+// over one keeps the streamed chunks only until they are stored.
+type Reader interface {
+	// ReadBack returns the first n stored events of session id as they
+	// were appended. It changes nothing: no torn tail is cut and no crash
+	// repair is done, and the session's ownership stays as it is. Fewer
+	// than n stored events is an error.
+	ReadBack(ctx context.Context, id string, n int) ([]Event, error)
+}
+
 // Titler is a Store that can name a session cheaply (without loading its
 // log): the first line of its first user message.
 type Titler interface {

@@ -287,5 +287,9 @@ func Data(v any) json.RawMessage {
 	if c, ok := v.(AssistantChunk); ok {
 		return c.appendJSON(make([]byte, 0, len(c.Chunk)+32))
 	}
-	return jsonx.MustMarshal(v)
+	b := jsonx.MustMarshal(v)
+	if cap(b)-len(b) > len(b)/8 {
+		b = bytes.Clone(b) // a log keeps it: no encoder slack
+	}
+	return b
 }

@@ -134,7 +134,7 @@ func TestForkSeedsTheCompletedTurns(t *testing.T) {
 	env := agenttest.New(t, model, tools)
 	parent := env.Session(t)
 	require.Equal(t, session.EndCompleted, parent.Prompt(context.Background(), "remember MARMALADE").Kind)
-	seedLen := parent.Log().Len()
+	seedLen := parent.Log().NextSeq()
 	require.Equal(t, session.EndCompleted, parent.Prompt(context.Background(), "DELEGATE subagent_fork RECALL").Kind)
 	text, _ := toolResult(t, parent.Log())
 	assert.Equal(t, "first: remember MARMALADE", text, "the fork child saw the parent's first turn")
@@ -144,7 +144,8 @@ func TestForkSeedsTheCompletedTurns(t *testing.T) {
 	h, events := childLog(t, env, kids[0].ID)
 	assert.Equal(t, seedLen, h.SeedLength)
 	assert.Equal(t, parent.ID(), h.ParentSession)
-	pe := parent.Log().Events()
+	pe, err := parent.Log().All(context.Background()) // streamed chunks included
+	require.NoError(t, err)
 	for i := 0; i < seedLen; i++ {
 		assert.Equal(t, pe[i].Seq, events[i].Seq)
 		assert.Equal(t, pe[i].Time, events[i].Time, "copied verbatim")

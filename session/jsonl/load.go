@@ -3,6 +3,7 @@ package jsonl
 import (
 	"bufio"
 	"bytes"
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -100,23 +101,23 @@ func readLog(path, id string) (session.Header, []session.Event, error) {
 		return h, nil, nil
 	}
 	lines := bytes.Count(data[nl+1:], []byte{'\n'}) + 1
-	cands := make([]session.Candidate, 0, lines)
+	events := make([]session.Event, 0, lines)
+	parsed := make([]bool, 0, lines)
 	ends := make([]int, 0, lines) // byte offset just past each candidate line
 	pos := nl + 1
 	for pos < len(data) {
 		i := bytes.IndexByte(data[pos:], '\n')
 		if i < 0 {
-			cands = append(cands, session.Candidate{}) // unterminated: torn
+			events, parsed = append(events, session.Event{}), append(parsed, false) // unterminated: torn
 			ends = append(ends, len(data))
 			break
 		}
-		var c session.Candidate
-		c.OK = c.Event.UnmarshalJSON(data[pos:pos+i]) == nil
-		cands = append(cands, c)
+		ev, err := session.ParseLine(data[pos : pos+i]) // data is not changed again
+		events, parsed = append(events, ev), append(parsed, err == nil)
 		pos += i + 1
 		ends = append(ends, pos)
 	}
-	n, err := session.CommittedPrefix(cands)
+	n, err := session.CommittedPrefixOf(events, parsed)
 	if err != nil {
 		return session.Header{}, nil, err
 	}
@@ -129,10 +130,7 @@ func readLog(path, id string) (session.Header, []session.Event, error) {
 			return session.Header{}, nil, err
 		}
 	}
-	events := make([]session.Event, n)
-	for i := range events {
-		events[i] = cands[i].Event
-	}
+	events = events[:n:n]
 	return h, events, nil
 }
 
@@ -166,4 +164,61 @@ func encodeEvents(events []session.Event) ([]byte, error) {
 		buf.WriteByte('\n')
 	}
 	return buf.Bytes(), nil
+}
+
+// ReadBack implements session.Reader: the first n events of the stored
+// log of id, read without truncating or repairing anything (the session's
+// writes are serialized with it, so a held log is read whole).
+func (s *Store) ReadBack(ctx context.Context, id string, n int) ([]session.Event, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	name, err := EncodeID(id)
+	if err != nil {
+		return nil, fmt.Errorf("read back session %q: %w", id, err)
+	}
+	e, err := s.lockEntry(id)
+	if err != nil {
+		return nil, err
+	}
+	defer e.mu.Unlock()
+	path := e.path
+	if path == "" {
+		if path, err = s.find(name); err != nil {
+			return nil, fmt.Errorf("read back session %q: %w", id, err)
+		}
+		if path == "" {
+			return nil, &NotFoundError{ID: id}
+		}
+	}
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return nil, fmt.Errorf("read back session %q: %w", id, err)
+	}
+	nl := bytes.IndexByte(data, '\n')
+	if nl < 0 {
+		nl = len(data)
+	}
+	h, err := parseHeader(data[:nl])
+	if err != nil {
+		return nil, err
+	}
+	if h.ID != id {
+		return nil, corruptf("corrupt session log: header id %q does not match session %q", h.ID, id)
+	}
+	events := make([]session.Event, 0, n)
+	rest := data[min(nl+1, len(data)):]
+	for len(events) < n {
+		i := bytes.IndexByte(rest, '\n')
+		if i < 0 {
+			return nil, fmt.Errorf("read back session %q: %d events stored, %d asked for", id, len(events), n)
+		}
+		var ev session.Event
+		if err := ev.UnmarshalJSON(rest[:i]); err != nil || ev.Seq != len(events) {
+			return nil, corruptf("corrupt session log: event line %d of session %q does not read back", len(events)+1, id)
+		}
+		events = append(events, ev)
+		rest = rest[i+1:]
+	}
+	return events, nil
 }

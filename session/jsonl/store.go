@@ -70,6 +70,7 @@ var (
 	_ session.LazyWriter = (*Store)(nil)
 	_ session.Owner      = (*Store)(nil)
 	_ session.Preparer   = (*Store)(nil)
+	_ session.Reader     = (*Store)(nil)
 )
 
 // Open returns a store rooted at root, creating the directory (mode 0700) if

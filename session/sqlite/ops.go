@@ -41,13 +41,13 @@ func toRow(ev session.Event) (row, error) {
 		}
 		r.op = sql.NullString{String: string(op), Valid: true}
 	}
-	if ev.SourceEventSeqs != nil {
+	if seqs := ev.Sources(); seqs != nil {
 		var b strings.Builder
 		if ev.SurfaceOpFirst && ev.SurfaceOp != nil {
 			b.WriteByte(' ') // key-order marker, see the package doc
 		}
 		b.WriteByte('[')
-		for i, s := range ev.SourceEventSeqs {
+		for i, s := range seqs {
 			if i > 0 {
 				b.WriteByte(',')
 			}
@@ -327,4 +327,39 @@ func (s *Store) List(ctx context.Context) ([]session.Header, error) {
 		return nil, fmt.Errorf("list sessions: %w", err)
 	}
 	return out, nil
+}
+
+var _ session.Reader = (*Store)(nil)
+
+// ReadBack implements session.Reader: the first n events of the stored
+// session id, read in one query without repairing anything.
+func (s *Store) ReadBack(ctx context.Context, id string, n int) ([]session.Event, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	rs, err := s.db.QueryContext(ctx,
+		`SELECT seq, type, time, data, source_event_seqs, surface_op FROM events WHERE session_id = ? AND seq < ? ORDER BY seq`, id, n)
+	if err != nil {
+		return nil, fmt.Errorf("read back session %q: %w", id, err)
+	}
+	defer rs.Close()
+	events := make([]session.Event, 0, n)
+	for rs.Next() {
+		var r row
+		if err := rs.Scan(&r.seq, &r.typ, &r.time, &r.data, &r.seqs, &r.op); err != nil {
+			return nil, fmt.Errorf("read back session %q: %w", id, err)
+		}
+		ev, ok := r.event()
+		if !ok || ev.Seq != len(events) {
+			return nil, fmt.Errorf("read back session %q: event %d does not read back", id, r.seq)
+		}
+		events = append(events, ev)
+	}
+	if err := rs.Err(); err != nil {
+		return nil, fmt.Errorf("read back session %q: %w", id, err)
+	}
+	if len(events) < n {
+		return nil, fmt.Errorf("read back session %q: %d events stored, %d asked for", id, len(events), n)
+	}
+	return events, nil
 }
