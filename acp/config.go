@@ -10,7 +10,6 @@ import (
 
 	"github.com/dsh-acp/dsh-acp/agent"
 	"github.com/dsh-acp/dsh-acp/approval"
-	"github.com/dsh-acp/dsh-acp/capabilities/plan"
 	"github.com/dsh-acp/dsh-acp/sandbox"
 )
 
@@ -58,10 +57,6 @@ var (
 		{agent.ToolModeNative, "Native", "The model calls each tool directly, one card per call."},
 		{agent.ToolModeCode, "Code", "The model writes one TypeScript program (run_code) that calls the tools; fewer round trips."},
 		{agent.ToolModeBoth, "Both", "The model may call tools directly or write a program that calls them."},
-	}
-	modeChoices = map[string]choice{
-		agent.DefaultMode: {agent.DefaultMode, "Default", "The agent reads, edits and runs commands within the sandbox."},
-		plan.ModeID:       {plan.ModeID, "Plan", "Read-only: the agent investigates and presents a plan for your approval before changing anything."},
 	}
 )
 
@@ -169,7 +164,7 @@ func (s *Server) optionsWith(ctx context.Context, sess ModeSwitcher, values opti
 		ids, _ := sess.Modes()
 		cs := make([]choice, len(ids))
 		for i, id := range ids {
-			cs[i] = modeChoice(id)
+			cs[i] = modeChoice(sess, id)
 		}
 		out = append(out, ConfigOption{ID: optionMode, Name: "Mode",
 			Description: "How much the agent may do on its own in this session.",
@@ -197,14 +192,6 @@ func (s *Server) optionsWith(ctx context.Context, sess ModeSwitcher, values opti
 			Category:    "_tools", Type: "select", CurrentValue: v, Options: namedOptions(toolModeChoices)})
 	}
 	return out
-}
-
-// modeChoice names a mode for the editor.
-func modeChoice(id string) choice {
-	if c, ok := modeChoices[id]; ok {
-		return c
-	}
-	return choice{value: id, name: id}
 }
 
 // upstreamOptions is upstream's option list (acp-bridge § 9).

@@ -21,6 +21,7 @@ type big struct{ lines int }
 func (big) Name() string                 { return "big" }
 func (big) Description() string          { return "big" }
 func (big) Schema() *capabilities.Schema { return capabilities.Object() }
+func (big) Traits() capabilities.Traits  { return capabilities.Traits{} }
 func (b big) Run(context.Context, *capabilities.Call) (capabilities.Result, error) {
 	var s strings.Builder
 	for i := 1; i <= b.lines; i++ {
@@ -95,6 +96,7 @@ func (s sleeper) Schema() *capabilities.Schema {
 	}
 	return capabilities.Object()
 }
+func (sleeper) Traits() capabilities.Traits { return capabilities.Traits{} }
 func (s sleeper) Run(ctx context.Context, _ *capabilities.Call) (capabilities.Result, error) {
 	if s.stubborn {
 		time.Sleep(time.Hour)

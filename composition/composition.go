@@ -85,11 +85,11 @@ type Composition struct {
 	ToolTimeouts *TimeoutsConfig `json:"toolTimeouts,omitempty"`
 	// Web configures web_fetch and web_search.
 	Web WebConfig `json:"web,omitzero"`
-	// ParallelTools names read-only tools whose consecutive calls in one
-	// step run concurrently; Hygiene also retries an empty answer once
-	// and says when a max-tokens cut dropped a tool call.
-	ParallelTools []string `json:"parallelTools,omitempty"`
-	Hygiene       bool     `json:"hygiene,omitempty"`
+	// ParallelReads runs consecutive calls of one step to read-only tools
+	// (each tool says whether it is) concurrently; Hygiene also retries an
+	// empty answer once and says when a max-tokens cut dropped a tool call.
+	ParallelReads bool `json:"parallelReads,omitempty"`
+	Hygiene       bool `json:"hygiene,omitempty"`
 	// CompactAt is the fraction of ContextWindow whose use makes the
 	// agent summarise the older conversation before its next model call
 	// (0: never); CompactMaxTokens bounds the summary.
@@ -125,7 +125,7 @@ func Builtin(name string) (Composition, bool) {
 			ContextWindow: 131072,
 			Sandbox:       sandbox.WorkspaceWrite, Approval: approval.PolicyAsk,
 			Instructions: true, SpillBytes: capabilities.DefaultSpillCap, ToolTimeouts: &defaultTimeouts,
-			ParallelTools: []string{"read", "glob", "grep", "web_fetch"}, Hygiene: true, CompactAt: agent.DefaultCompactThreshold, CompactMaxTokens: 4096,
+			ParallelReads: true, Hygiene: true, CompactAt: agent.DefaultCompactThreshold, CompactMaxTokens: 4096,
 			Containment: new(defaultContainment),
 			Tools: []string{FamilyFS, FamilyBash, FamilyTodo, FamilyPlan, FamilyAsk, FamilySubagent, FamilyWorkflow,
 				FamilySearch, FamilyWeb, FamilySkills, FamilyRunCode}}, true
