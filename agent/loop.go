@@ -23,13 +23,6 @@ func (s *Session) Prompt(ctx context.Context, text string) session.EndReason {
 // PromptContent is Prompt for a message of several blocks (text and
 // images); a slash command is recognised in its text.
 func (s *Session) PromptContent(ctx context.Context, content []session.Block) session.EndReason {
-	var tb strings.Builder
-	for _, b := range content {
-		if b.Type == session.BlockText {
-			tb.WriteString(b.Text)
-		}
-	}
-	text := tb.String()
 	s.mu.Lock()
 	s.tickets++
 	ticket := s.tickets
@@ -37,32 +30,10 @@ func (s *Session) PromptContent(ctx context.Context, content []session.Block) se
 	s.turnMu.Lock()
 	defer s.turnMu.Unlock()
 
-	s.mu.Lock()
-	drop := ""
-	if ticket <= s.dropUpTo {
-		// A cancel arrived while this prompt was queued: it is dropped.
-		// Prompts queued after that cancel run normally.
-		drop = s.dropReason
+	turnCtx, cancel, turn, end, ok := s.openTurn(ctx, ticket)
+	if !ok {
+		return end
 	}
-	if s.disposed {
-		s.mu.Unlock()
-		return session.EndReason{Kind: session.EndDisposed}
-	}
-	if ctx.Err() != nil {
-		// Cancelled before the turn started: the turn is dropped.
-		s.mu.Unlock()
-		return session.EndReason{Kind: session.EndAborted, Reason: context.Cause(ctx).Error()}
-	}
-	if drop != "" {
-		s.mu.Unlock()
-		return session.EndReason{Kind: session.EndAborted, Reason: drop}
-	}
-	turnCtx, cancel := context.WithCancel(ctx)
-	s.cancel, s.abortReason = cancel, ""
-	turn := s.log.LastTurn() + 1
-	s.log.Append(session.TypeTurnStart, session.TurnStart{Turn: turn, Trigger: session.Trigger{Kind: session.TriggerMessage, Source: session.UserSource}})
-	s.inTurn = true
-	s.mu.Unlock()
 	s.rt.idle.begin()
 	defer s.rt.idle.end()
 	defer func() {
@@ -71,27 +42,7 @@ func (s *Session) PromptContent(ctx context.Context, content []session.Block) se
 		s.mu.Unlock()
 		cancel()
 	}()
-
-	prompt := pipeline.Prompt{Turn: turn, Content: content, Source: session.UserSource}
-	var reason session.EndReason
-	if d := s.pipe.SubmitPrompt(turnCtx, s, prompt); d.Block {
-		// The turn's only prompt is blocked: the turn is rejected.
-		if d.Reason == "" {
-			d.Reason = "blocked by the prompt-submit chain"
-		}
-		s.log.Append(session.TypePromptBlocked, promptBlocked{Content: prompt.Content, Source: prompt.Source, Reason: d.Reason})
-		reason = session.EndReason{Kind: session.EndRejected, Reason: d.Reason}
-	} else {
-		s.log.Append(session.TypeUserMessage, session.Message{Content: prompt.Content, Source: prompt.Source})
-		s.appendContext(d.Context)
-		s.persist(ctx)
-		if c, args, ok := s.command(text); ok {
-			s.runCommand(turnCtx, c, args)
-			reason = session.EndReason{Kind: session.EndCompleted}
-		} else {
-			reason = s.runSteps(turnCtx, turn)
-		}
-	}
+	reason := s.promptTurn(ctx, turnCtx, turn, content)
 	s.mu.Lock()
 	s.inTurn = false // an injection now waits for turnMu and opens its own turn
 	late := s.takeInjected()
@@ -103,6 +54,62 @@ func (s *Session) PromptContent(ctx context.Context, content []session.Block) se
 		s.rt.cfg.Log.Error().Err(err).Str("session", s.ID()).Msg("persist session log")
 	}
 	return reason
+}
+
+// openTurn starts the turn of the prompt holding ticket, with turn/start
+// logged, unless it is dropped: the session is disposed, ctx ended before
+// the turn started, or a cancel arrived while the prompt was queued
+// (prompts queued after that cancel run normally).
+func (s *Session) openTurn(ctx context.Context, ticket int) (context.Context, context.CancelFunc, int, session.EndReason, bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	drop := ""
+	if ticket <= s.dropUpTo {
+		drop = s.dropReason
+	}
+	switch {
+	case s.disposed:
+		return nil, nil, 0, session.EndReason{Kind: session.EndDisposed}, false
+	case ctx.Err() != nil:
+		return nil, nil, 0, session.EndReason{Kind: session.EndAborted, Reason: context.Cause(ctx).Error()}, false
+	case drop != "":
+		return nil, nil, 0, session.EndReason{Kind: session.EndAborted, Reason: drop}, false
+	}
+	turnCtx, cancel := context.WithCancel(ctx)
+	s.cancel, s.abortReason = cancel, ""
+	turn := s.log.LastTurn() + 1
+	s.log.Append(session.TypeTurnStart, session.TurnStart{Turn: turn, Trigger: session.Trigger{Kind: session.TriggerMessage, Source: session.UserSource}})
+	s.inTurn = true
+	return turnCtx, cancel, turn, session.EndReason{}, true
+}
+
+// promptTurn runs an open turn: the prompt-submit chain, then the user's
+// message and either its slash command or the model's steps.
+func (s *Session) promptTurn(ctx, turnCtx context.Context, turn int, content []session.Block) session.EndReason {
+	prompt := pipeline.Prompt{Turn: turn, Content: content, Source: session.UserSource}
+	d := s.pipe.SubmitPrompt(turnCtx, s, prompt)
+	if d.Block {
+		// The turn's only prompt is blocked: the turn is rejected.
+		if d.Reason == "" {
+			d.Reason = "blocked by the prompt-submit chain"
+		}
+		s.log.Append(session.TypePromptBlocked, promptBlocked{Content: prompt.Content, Source: prompt.Source, Reason: d.Reason})
+		return session.EndReason{Kind: session.EndRejected, Reason: d.Reason}
+	}
+	s.log.Append(session.TypeUserMessage, session.Message{Content: prompt.Content, Source: prompt.Source})
+	s.appendContext(d.Context)
+	s.persist(ctx)
+	var tb strings.Builder
+	for _, b := range content {
+		if b.Type == session.BlockText {
+			tb.WriteString(b.Text)
+		}
+	}
+	if c, args, ok := s.command(tb.String()); ok {
+		s.runCommand(turnCtx, c, args)
+		return session.EndReason{Kind: session.EndCompleted}
+	}
+	return s.runSteps(turnCtx, turn)
 }
 
 // promptBlocked is the data of prompt/blocked.
