@@ -104,6 +104,9 @@ func (s *Session) askTool(ctx context.Context, c pipeline.Call, reason string) c
 		}
 		return errorText(reason)
 	}
+	if reason == "" {
+		reason = s.askReason(c.Name)
+	}
 	o, err := s.rt.cfg.Approval.Request(ctx, s.log, approval.Request{ToolName: c.Name, CallID: c.CallID, Reason: reason,
 		Action: c.Name + " " + string(c.Args)})
 	if err != nil {
@@ -118,6 +121,29 @@ func (s *Session) askTool(ctx context.Context, c pipeline.Call, reason string) c
 		return errorText(fmt.Sprintf("approval for tool %q was cancelled", c.Name))
 	}
 	return errorText(fmt.Sprintf("tool %q requires approval, but no approval channel is available", c.Name))
+}
+
+// askReason says what a call a member sent to ask without a reason would
+// do, by what its tool says it does: the question the user reads ("The
+// agent asks to <reason>").
+func (s *Session) askReason(name string) string {
+	t, ok := s.tools.Lookup(name)
+	if !ok {
+		return "run " + name
+	}
+	switch tr := t.Traits(); {
+	case tr.Runs:
+		return "run a command with " + name
+	case tr.Writes:
+		return "change files with " + name
+	case tr.Delegates:
+		return "hand work to other agents or tools with " + name
+	case tr.Network:
+		return "reach the network with " + name
+	case tr.ReadOnly:
+		return "read with " + name
+	}
+	return "run " + name
 }
 
 // errorText is a plain denial result: "Error: <text>", no error field.

@@ -13,7 +13,9 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/dsh-acp/dsh-acp/agent/llm"
+	"github.com/dsh-acp/dsh-acp/approval"
 	"github.com/dsh-acp/dsh-acp/capabilities"
+	"github.com/dsh-acp/dsh-acp/capabilities/pipeline"
 	"github.com/dsh-acp/dsh-acp/capabilities/plan"
 	"github.com/dsh-acp/dsh-acp/capabilities/todo"
 	"github.com/dsh-acp/dsh-acp/session"
@@ -157,4 +159,42 @@ func TestAWritingToolIsOfferedAndRunsOutsidePlanMode(t *testing.T) {
 	data, err := os.ReadFile(filepath.Join(dir, "note.txt"))
 	require.NoError(t, err)
 	require.Equal(t, "hi", string(data))
+}
+
+// askingGate sends every call to ask, giving no reason.
+type askingGate struct{}
+
+func (askingGate) Name() string { return "asking" }
+func (askingGate) CheckTool(context.Context, pipeline.Session, pipeline.Call) (pipeline.ToolDecision, error) {
+	return pipeline.ToolDecision{Verdict: pipeline.ToolAsk}, nil
+}
+
+// A question a member asks without a reason says what the call would do,
+// as its tool declares it.
+func TestAnAskWithoutAReasonIsWordedByTheToolsTraits(t *testing.T) {
+	step := append(append(toolCall(0, "c1", "scribble", `{}`), toolCall(1, "c2", "look", `{}`)...), finish(llm.FinishToolCalls))
+	p := &scripted{calls: [][]llm.Chunk{step, {text(0, "done"), finish(llm.FinishStop)}}}
+	var now int64
+	rt := NewRuntime(Config{Model: "m", Provider: p, Clock: func() int64 { now++; return now }, NewID: func() string { return "s-ask" },
+		Log: zerolog.Nop(), Approval: approval.NewService(approval.PolicyNever, func() string { return "a" }),
+		Members: func(pipeline.Session) []any { return []any{askingGate{}} },
+		Tools: func(capabilities.Env) *capabilities.Registry {
+			return capabilities.NewRegistry(newLook(), scribbleTool{})
+		}})
+	s, err := rt.NewSession(context.Background(), SessionOptions{Cwd: t.TempDir()})
+	require.NoError(t, err)
+	require.Equal(t, session.EndCompleted, s.Prompt(context.Background(), "go").Kind)
+	var reasons []string
+	for _, e := range s.Log().Events() {
+		if e.Type == session.TypeApprovalAsked {
+			var a struct {
+				Reason string `json:"reason"`
+			}
+			require.NoError(t, e.Decode(&a))
+			reasons = append(reasons, a.Reason)
+		}
+	}
+	require.Equal(t, []string{"change files with scribble", "read with look"}, reasons)
+	_, err = os.Stat(filepath.Join(s.Cwd(), "note.txt"))
+	require.ErrorIs(t, err, os.ErrNotExist, "the rejected call did not run")
 }
