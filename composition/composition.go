@@ -168,10 +168,14 @@ func Load(nameOrFile string) (Composition, error) {
 			nameOrFile, strings.Join(BuiltinNames(), ", "), err)
 	}
 	var base struct {
-		Base string `json:"base"`
+		Base          string          `json:"base"`
+		ParallelTools json.RawMessage `json:"parallelTools"`
 	}
 	if err := json.Unmarshal(data, &base); err != nil {
 		return Composition{}, fmt.Errorf("composition file %s: %w", nameOrFile, err)
+	}
+	if base.ParallelTools != nil {
+		return Composition{}, fmt.Errorf("composition file %s: parallelTools is gone: tools say whether they only read; set parallelReads to true or false", nameOrFile)
 	}
 	c := Composition{Model: DefaultModel, Persona: codingPersona}
 	if base.Base != "" {
