@@ -137,7 +137,9 @@ func (s *Session) askReason(name string) string {
 	case tr.Writes:
 		return "change files with " + name
 	case tr.Delegates:
-		return "hand work to other agents or tools with " + name
+		return "hand work to other agents with " + name
+	case tr.Program:
+		return "run a program over the tools with " + name
 	case tr.Network:
 		return "reach the network with " + name
 	case tr.ReadOnly:

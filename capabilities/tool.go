@@ -51,10 +51,11 @@ type Traits struct {
 	Runs bool
 	// Network: a call may reach the network.
 	Network bool
-	// Delegates: a call hands work to other agents or tools (a child
-	// agent, a workflow, a program), which do what their own traits say.
+	// Delegates: a call hands work to child agents (a subagent, a
+	// workflow's), which do what their own tools' traits say; it may take
+	// as long as a time budget allows (Timeouts.Max).
 	Delegates bool
-	// Asks: a call waits for the user's answer.
+	// Asks: a call waits for the user's answer, so it has no time budget.
 	Asks bool
 	// Plans: the tool is part of planning, offered in plan mode though it
 	// is not read-only (todo_write keeps the session's task list).
@@ -63,8 +64,9 @@ type Traits struct {
 	// (exit_plan_mode: plan), when that mode is composed.
 	Mode string
 	// Program: a call runs a model-written program over the session's
-	// other tools (run_code); the tool-mode knob offers it alone, beside
-	// the others, or not at all.
+	// other tools (run_code), each call of which is gated as a direct one;
+	// the tool-mode knob offers it alone, beside the others, or not at
+	// all.
 	Program bool
 }
 

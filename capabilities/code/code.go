@@ -66,7 +66,7 @@ type Tool struct {
 func (Tool) Name() string { return Name }
 
 // Traits implements capabilities.Tool: a program calls the other tools, each with its own traits.
-func (Tool) Traits() capabilities.Traits { return capabilities.Traits{Delegates: true, Program: true} }
+func (Tool) Traits() capabilities.Traits { return capabilities.Traits{Program: true} }
 
 // Description implements capabilities.Tool.
 func (Tool) Description() string {
