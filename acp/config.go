@@ -10,7 +10,6 @@ import (
 	"time"
 
 	"github.com/dsh-acp/dsh-acp/agent"
-	"github.com/dsh-acp/dsh-acp/capabilities/plan"
 )
 
 // Config option ids besides the knobs' (agent.Knob.ID).
@@ -38,10 +37,6 @@ var (
 	// sandboxChoices name the sandbox modes as the Sandbox menu does where
 	// a backend exists (permission requests name them so too).
 	sandboxChoices = builtinChoices(agent.KnobSandboxMode, "linux")
-	modeChoices    = map[string]choice{
-		agent.DefaultMode: {agent.DefaultMode, "Default", "The agent reads, edits and runs commands within the sandbox."},
-		plan.ModeID:       {plan.ModeID, "Plan", "Read-only: the agent investigates and presents a plan for your approval before changing anything."},
-	}
 )
 
 // builtinChoices are the choices of a built-in knob on goos.
@@ -181,7 +176,7 @@ func (s *Server) optionsWith(ctx context.Context, sess settings, values optionVa
 		ids, _ := sess.Modes()
 		cs := make([]choice, len(ids))
 		for i, id := range ids {
-			cs[i] = modeChoice(id)
+			cs[i] = modeChoice(sess, id)
 		}
 		out = append(out, ConfigOption{ID: optionMode, Name: "Mode",
 			Description: "How much the agent may do on its own in this session.",
@@ -197,14 +192,6 @@ func (s *Server) optionsWith(ctx context.Context, sess settings, values optionVa
 		}
 	}
 	return out
-}
-
-// modeChoice names a mode for the editor.
-func modeChoice(id string) choice {
-	if c, ok := modeChoices[id]; ok {
-		return c
-	}
-	return choice{value: id, name: id}
 }
 
 // upstreamOptions is upstream's option list (acp-bridge § 9): the knobs

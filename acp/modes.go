@@ -16,12 +16,28 @@ func (s *Server) modeState(sess ModeSwitcher) *SessionModeState {
 	for _, id := range ids {
 		m := SessionMode{ID: id, Name: id}
 		if s.opts.EditorConfig {
-			c := modeChoice(id)
+			c := modeChoice(sess, id)
 			m.Name, m.Description = c.name, c.description
 		}
 		st.AvailableModes = append(st.AvailableModes, m)
 	}
 	return st
+}
+
+// modeNamer is a session that names its modes for editors (the agent's
+// mode definitions carry the names).
+type modeNamer interface {
+	ModeName(id string) (name, description string)
+}
+
+// modeChoice names a mode for the editor: as the session's mode
+// definitions name it, else by its id.
+func modeChoice(sess ModeSwitcher, id string) choice {
+	if n, ok := sess.(modeNamer); ok {
+		name, desc := n.ModeName(id)
+		return choice{value: id, name: name, description: desc}
+	}
+	return choice{value: id, name: id}
 }
 
 // setMode handles session/set_mode (acp-bridge § 8): the switch is held

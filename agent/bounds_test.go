@@ -58,6 +58,7 @@ type ranTool struct{ ran *bool }
 func (ranTool) Name() string                 { return "write" }
 func (ranTool) Description() string          { return "w" }
 func (ranTool) Schema() *capabilities.Schema { return capabilities.Object() }
+func (ranTool) Traits() capabilities.Traits  { return capabilities.Traits{} }
 func (t ranTool) Run(context.Context, *capabilities.Call) (capabilities.Result, error) {
 	*t.ran = true
 	return capabilities.TextResult("written"), nil

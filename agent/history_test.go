@@ -23,6 +23,7 @@ type injectingTool struct{ s **Session }
 func (injectingTool) Name() string                 { return "slow" }
 func (injectingTool) Description() string          { return "runs while something else finishes" }
 func (injectingTool) Schema() *capabilities.Schema { return capabilities.Object() }
+func (injectingTool) Traits() capabilities.Traits  { return capabilities.Traits{} }
 func (t injectingTool) Run(context.Context, *capabilities.Call) (capabilities.Result, error) {
 	(*t.s).Inject(session.Source{Kind: "plugin", Plugin: "tool-bash"}, "task t1 finished")
 	return capabilities.TextResult("slow done"), nil
@@ -173,6 +174,7 @@ type stubbornTool struct{ started chan struct{} }
 func (stubbornTool) Name() string                 { return "stubborn" }
 func (stubbornTool) Description() string          { return "ignores cancel for a while" }
 func (stubbornTool) Schema() *capabilities.Schema { return capabilities.Object() }
+func (stubbornTool) Traits() capabilities.Traits  { return capabilities.Traits{} }
 func (t stubbornTool) Run(context.Context, *capabilities.Call) (capabilities.Result, error) {
 	close(t.started)
 	time.Sleep(150 * time.Millisecond)

@@ -31,8 +31,8 @@ func BenchmarkEightReads(b *testing.B) {
 	calls = append(calls, finish(llm.FinishToolCalls))
 	for _, mode := range []struct {
 		name     string
-		parallel []string
-	}{{"sequential", nil}, {"concurrent", []string{"read"}}} {
+		parallel bool
+	}{{"sequential", false}, {"concurrent", true}} {
 		b.Run(mode.name, func(b *testing.B) {
 			for b.Loop() {
 				p := &scripted{calls: [][]llm.Chunk{calls, {text(0, "ok"), finish(llm.FinishStop)}}}
@@ -40,7 +40,7 @@ func BenchmarkEightReads(b *testing.B) {
 					Tools: func(capabilities.Env) *capabilities.Registry {
 						return capabilities.NewRegistry(fs.New(fs.Options{Confine: true})...)
 					},
-					Log: zerolog.Nop(), ParallelTools: mode.parallel})
+					Log: zerolog.Nop(), ParallelReads: mode.parallel})
 				s, err := rt.NewSession(context.Background(), SessionOptions{Cwd: dir})
 				if err != nil {
 					b.Fatal(err)

@@ -32,6 +32,7 @@ func (slowRead) Description() string { return "read" }
 func (slowRead) Schema() *capabilities.Schema {
 	return capabilities.Object(capabilities.Req("file_path", capabilities.String("")))
 }
+func (slowRead) Traits() capabilities.Traits { return capabilities.Traits{ReadOnly: true} }
 func (r slowRead) Run(ctx context.Context, c *capabilities.Call) (capabilities.Result, error) {
 	n := r.running.Add(1)
 	for {
@@ -56,7 +57,7 @@ func hygieneSession(t *testing.T, p llm.Provider, tools ...capabilities.Tool) *S
 		Model: "m", Provider: p, Clock: func() int64 { now++; return now }, NewID: func() string { return "s-1" },
 		Tools:         func(capabilities.Env) *capabilities.Registry { return capabilities.NewRegistry(tools...) },
 		Log:           zerolog.Nop(),
-		ParallelTools: []string{"read"}, RetryEmpty: true, NoticeDroppedCalls: true,
+		ParallelReads: true, RetryEmpty: true, NoticeDroppedCalls: true,
 	})
 	s, err := rt.NewSession(context.Background(), SessionOptions{Cwd: "/work/project"})
 	require.NoError(t, err)
@@ -154,7 +155,7 @@ func TestConcurrentRealReadsAreRaceFree(t *testing.T) {
 		Tools: func(capabilities.Env) *capabilities.Registry {
 			return capabilities.NewRegistry(fs.New(fs.Options{Confine: true})...)
 		},
-		Log: zerolog.Nop(), ParallelTools: []string{"read"}})
+		Log: zerolog.Nop(), ParallelReads: true})
 	s, err := rt.NewSession(context.Background(), SessionOptions{Cwd: dir})
 	require.NoError(t, err)
 	require.Equal(t, session.EndReason{Kind: session.EndCompleted}, s.Prompt(context.Background(), "read"))

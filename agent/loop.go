@@ -7,8 +7,6 @@ import (
 	"strings"
 
 	"github.com/dsh-acp/dsh-acp/agent/llm"
-	"github.com/dsh-acp/dsh-acp/approval"
-	"github.com/dsh-acp/dsh-acp/capabilities"
 	"github.com/dsh-acp/dsh-acp/capabilities/pipeline"
 	"github.com/dsh-acp/dsh-acp/session"
 )
@@ -25,13 +23,6 @@ func (s *Session) Prompt(ctx context.Context, text string) session.EndReason {
 // PromptContent is Prompt for a message of several blocks (text and
 // images); a slash command is recognised in its text.
 func (s *Session) PromptContent(ctx context.Context, content []session.Block) session.EndReason {
-	var tb strings.Builder
-	for _, b := range content {
-		if b.Type == session.BlockText {
-			tb.WriteString(b.Text)
-		}
-	}
-	text := tb.String()
 	s.mu.Lock()
 	s.tickets++
 	ticket := s.tickets
@@ -39,32 +30,10 @@ func (s *Session) PromptContent(ctx context.Context, content []session.Block) se
 	s.turnMu.Lock()
 	defer s.turnMu.Unlock()
 
-	s.mu.Lock()
-	drop := ""
-	if ticket <= s.dropUpTo {
-		// A cancel arrived while this prompt was queued: it is dropped.
-		// Prompts queued after that cancel run normally.
-		drop = s.dropReason
+	turnCtx, cancel, turn, end, ok := s.openTurn(ctx, ticket)
+	if !ok {
+		return end
 	}
-	if s.disposed {
-		s.mu.Unlock()
-		return session.EndReason{Kind: session.EndDisposed}
-	}
-	if ctx.Err() != nil {
-		// Cancelled before the turn started: the turn is dropped.
-		s.mu.Unlock()
-		return session.EndReason{Kind: session.EndAborted, Reason: context.Cause(ctx).Error()}
-	}
-	if drop != "" {
-		s.mu.Unlock()
-		return session.EndReason{Kind: session.EndAborted, Reason: drop}
-	}
-	turnCtx, cancel := context.WithCancel(ctx)
-	s.cancel, s.abortReason = cancel, ""
-	turn := s.log.LastTurn() + 1
-	s.log.Append(session.TypeTurnStart, session.TurnStart{Turn: turn, Trigger: session.Trigger{Kind: session.TriggerMessage, Source: session.UserSource}})
-	s.inTurn = true
-	s.mu.Unlock()
 	s.rt.idle.begin()
 	defer s.rt.idle.end()
 	defer func() {
@@ -73,27 +42,7 @@ func (s *Session) PromptContent(ctx context.Context, content []session.Block) se
 		s.mu.Unlock()
 		cancel()
 	}()
-
-	prompt := pipeline.Prompt{Turn: turn, Content: content, Source: session.UserSource}
-	var reason session.EndReason
-	if d := s.pipe.SubmitPrompt(turnCtx, s, prompt); d.Block {
-		// The turn's only prompt is blocked: the turn is rejected.
-		if d.Reason == "" {
-			d.Reason = "blocked by the prompt-submit chain"
-		}
-		s.log.Append(session.TypePromptBlocked, promptBlocked{Content: prompt.Content, Source: prompt.Source, Reason: d.Reason})
-		reason = session.EndReason{Kind: session.EndRejected, Reason: d.Reason}
-	} else {
-		s.log.Append(session.TypeUserMessage, session.Message{Content: prompt.Content, Source: prompt.Source})
-		s.appendContext(d.Context)
-		s.persist(ctx)
-		if c, args, ok := s.command(text); ok {
-			s.runCommand(turnCtx, c, args)
-			reason = session.EndReason{Kind: session.EndCompleted}
-		} else {
-			reason = s.runSteps(turnCtx, turn)
-		}
-	}
+	reason := s.promptTurn(ctx, turnCtx, turn, content)
 	s.mu.Lock()
 	s.inTurn = false // an injection now waits for turnMu and opens its own turn
 	late := s.takeInjected()
@@ -105,6 +54,62 @@ func (s *Session) PromptContent(ctx context.Context, content []session.Block) se
 		s.rt.cfg.Log.Error().Err(err).Str("session", s.ID()).Msg("persist session log")
 	}
 	return reason
+}
+
+// openTurn starts the turn of the prompt holding ticket, with turn/start
+// logged, unless it is dropped: the session is disposed, ctx ended before
+// the turn started, or a cancel arrived while the prompt was queued
+// (prompts queued after that cancel run normally).
+func (s *Session) openTurn(ctx context.Context, ticket int) (context.Context, context.CancelFunc, int, session.EndReason, bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	drop := ""
+	if ticket <= s.dropUpTo {
+		drop = s.dropReason
+	}
+	switch {
+	case s.disposed:
+		return nil, nil, 0, session.EndReason{Kind: session.EndDisposed}, false
+	case ctx.Err() != nil:
+		return nil, nil, 0, session.EndReason{Kind: session.EndAborted, Reason: context.Cause(ctx).Error()}, false
+	case drop != "":
+		return nil, nil, 0, session.EndReason{Kind: session.EndAborted, Reason: drop}, false
+	}
+	turnCtx, cancel := context.WithCancel(ctx)
+	s.cancel, s.abortReason = cancel, ""
+	turn := s.log.LastTurn() + 1
+	s.log.Append(session.TypeTurnStart, session.TurnStart{Turn: turn, Trigger: session.Trigger{Kind: session.TriggerMessage, Source: session.UserSource}})
+	s.inTurn = true
+	return turnCtx, cancel, turn, session.EndReason{}, true
+}
+
+// promptTurn runs an open turn: the prompt-submit chain, then the user's
+// message and either its slash command or the model's steps.
+func (s *Session) promptTurn(ctx, turnCtx context.Context, turn int, content []session.Block) session.EndReason {
+	prompt := pipeline.Prompt{Turn: turn, Content: content, Source: session.UserSource}
+	d := s.pipe.SubmitPrompt(turnCtx, s, prompt)
+	if d.Block {
+		// The turn's only prompt is blocked: the turn is rejected.
+		if d.Reason == "" {
+			d.Reason = "blocked by the prompt-submit chain"
+		}
+		s.log.Append(session.TypePromptBlocked, promptBlocked{Content: prompt.Content, Source: prompt.Source, Reason: d.Reason})
+		return session.EndReason{Kind: session.EndRejected, Reason: d.Reason}
+	}
+	s.log.Append(session.TypeUserMessage, session.Message{Content: prompt.Content, Source: prompt.Source})
+	s.appendContext(d.Context)
+	s.persist(ctx)
+	var tb strings.Builder
+	for _, b := range content {
+		if b.Type == session.BlockText {
+			tb.WriteString(b.Text)
+		}
+	}
+	if c, args, ok := s.command(tb.String()); ok {
+		s.runCommand(turnCtx, c, args)
+		return session.EndReason{Kind: session.EndCompleted}
+	}
+	return s.runSteps(turnCtx, turn)
 }
 
 // promptBlocked is the data of prompt/blocked.
@@ -157,238 +162,216 @@ func (s *Session) abortEnd(ctx context.Context) session.EndReason {
 	return session.EndReason{Kind: session.EndAborted, Reason: reason}
 }
 
+// turnState is what the steps of one turn carry from one to the next.
+type turnState struct {
+	turn      int
+	maxTokens bool // a step's answer was cut at its output limit
+	retried   bool // an empty answer was asked for again
+	compacted bool // the turn compacted the conversation once
+}
+
 // runSteps runs steps until the model stops calling tools or a step fails.
 func (s *Session) runSteps(ctx context.Context, turn int) session.EndReason {
-	maxTokens, retried, compactedTurn := false, false, false
+	t := &turnState{turn: turn}
 	for step := 1; ; step++ {
-		if ctx.Err() != nil {
-			return s.abortEnd(ctx)
-		}
-		if max := s.rt.maxSteps(); step > max {
-			return session.EndReason{Kind: session.EndError, Step: step - 1, Code: CodeStepLimit, Message: fmt.Sprintf(
-				"stopped after %d model calls in one turn (the step limit): the model kept calling tools. "+
-					"Send another prompt to let it go on, or raise maxSteps in the configuration.", max)}
-		}
-		if end, ok := s.stepAllowed(step); !ok {
+		if end, ok := s.mayStep(ctx, step); !ok {
 			return end
 		}
-		if !compactedTurn && s.shouldCompact() {
+		if !t.compacted && s.shouldCompact() {
 			// One summarising call, as a step of its own; the next
 			// request is derived from the summary (or, if it failed, from
 			// the whole conversation as before).
-			compactedTurn = true
+			t.compacted = true
 			s.compact(ctx, turn, step, "the context passed its threshold")
 			continue
 		}
-		for _, st := range s.steering {
-			s.log.Append(session.TypeSteeringMessage, steeringMessage{Turn: turn, Content: st.Content, Source: st.Source})
-		}
-		s.steering = nil
-		for _, n := range s.pipe.PrepareStep(ctx, s, pipeline.Step{Turn: turn, Step: step}) {
-			s.appendContext(&n)
-		}
-		hdr := s.header()
-		r := s.derive()
-		msgs, _, err := r.messages()
-		prev, hasPrev := r.hdr, r.hasHdr
-		if err == nil && s.rt.cfg.CheckDerivation {
-			err = s.checkDerivation(r)
-		}
-		r.mu.Unlock()
-		if err != nil {
-			return session.EndReason{Kind: session.EndError, Step: step, Code: CodeInvalidHistory,
-				Message: "refusing to send an invalid conversation to the model: " + err.Error()}
-		}
-		req := &llm.Request{SessionID: s.ID(), Config: hdr.Config, System: hdr.System, Tools: hdr.Tools, Messages: msgs}
-		ref := session.StepRef{Turn: turn, Step: step}
-		s.log.Append(session.TypeStepStart, ref)
-		if typ, data := headerEventFor(prev, hasPrev, hdr, !s.headerSent); typ != "" {
-			s.log.Append(typ, data)
-		}
-		s.headerSent = true
-
-		asm, seqs, oversized, err := s.stream(ctx, req, ref)
-		if err == nil {
-			switch f := asm.Finish(); f.Kind {
-			case llm.FinishError:
-				err = &llm.Error{Message: f.Message, Code: f.Code}
-			case llm.FinishAborted:
-				if ctx.Err() == nil {
-					err = &llm.Error{Message: "model stream aborted", Code: "ABORTED"}
-				}
-			}
-		}
-		if err != nil || ctx.Err() != nil {
-			s.log.Append(session.TypeStepEnd, ref)
-			s.pipe.DecideContinuation(ctx, s, pipeline.StepEnd{Turn: turn, Step: step, Final: true})
-			if ctx.Err() != nil {
-				return s.abortEnd(ctx)
-			}
-			end := session.EndReason{Kind: session.EndError, Step: step, Message: err.Error(), Code: llm.ErrorCode(err)}
-			var le *llm.Error
-			if errors.As(err, &le) {
-				end.Hint = le.Hint
-			}
+		more, end, over := s.runStep(ctx, t, step)
+		if over {
 			return end
-		}
-
-		content := asm.Content()
-		finish := asm.Finish()
-		if s.rt.cfg.RetryEmpty && !retried && emptyAnswer(content, finish) {
-			retried = true
-			s.notice(ref, EmptyRetryNotice)
-			s.log.Append(session.TypeStepEnd, ref)
-			continue
-		}
-		if finish.Kind == llm.FinishMaxTokens {
-			maxTokens = true
-			if dropped := droppedCalls(content); len(dropped) > 0 && s.rt.cfg.NoticeDroppedCalls {
-				s.notice(ref, droppedNotice(dropped))
-			}
-			kept := content[:0:0]
-			for _, b := range content {
-				if b.Type != session.BlockToolCall {
-					kept = append(kept, b)
-				}
-			}
-			content = kept
-		}
-		for i, b := range content {
-			if _, big := oversized[b.ID]; big && b.Type == session.BlockToolCall {
-				// The model's arguments were cut at the cap: the history
-				// keeps the call with empty arguments, and its result says
-				// why nothing ran.
-				content[i].Arguments = "{}"
-			}
-		}
-		if len(content) > 0 || asm.Usage() != nil {
-			msg := session.AssistantMessage{Turn: turn, Step: step, Content: content}
-			if u := asm.Usage(); u != nil {
-				msg.Usage = session.Data(u)
-			}
-			var opts []session.AppendOption
-			if len(seqs) > 0 {
-				opts = append(opts, session.WithSourceSeqs(seqs))
-			}
-			s.log.Append(session.TypeAssistantMessage, msg, opts...)
-			s.persist(ctx)
-		}
-
-		calls := 0
-		var contexts []*pipeline.Context
-		blocks := toolCalls(content)
-		for j := 0; j < len(blocks); j++ {
-			b := blocks[j]
-			if n := s.batchAt(blocks, j, oversized); n >= 2 {
-				contexts = append(contexts, s.runBatch(ctx, turn, step, blocks[j:j+n])...)
-				calls += n
-				j += n - 1
-				if ctx.Err() != nil {
-					break
-				}
-				continue
-			}
-			calls++
-			callEv := s.log.Append(session.TypeToolCall, session.ToolCall{Turn: turn, Step: step, CallID: b.ID, Name: b.Name, Arguments: b.Arguments})
-			// On disk before the tool runs: a crash during the call leaves
-			// the call's card, not just an announcement, for the next load.
-			s.persist(ctx)
-			var out capabilities.Outcome
-			var extra *pipeline.Context
-			if n, big := oversized[b.ID]; big {
-				out = errorText(fmt.Sprintf("the arguments of this %s call were cut off: more than %d bytes (the limit is %d, maxToolArgBytes); nothing ran. "+
-					"Send large content in smaller pieces (for example several edits, or a file written in parts).", b.Name, n, s.rt.maxToolArgBytes()))
-			} else {
-				out, extra = s.execute(ctx, pipeline.Call{Turn: turn, Step: step, CallID: b.ID, Name: b.Name, Arguments: b.Arguments,
-					Args: capabilities.ParseArgs(b.Arguments)})
-			}
-			s.log.Append(session.TypeToolResult, session.ToolResult{
-				Turn: turn, Step: step, CallID: b.ID, Content: out.Content, IsError: out.IsError, Error: out.Error, Meta: out.Meta,
-			}, session.WithSourceSeqs([]int{callEv.Seq}))
-			contexts = append(contexts, extra)
-			s.persist(ctx)
-			if ctx.Err() != nil {
-				break
-			}
-		}
-		for _, c := range contexts {
-			s.appendContext(c)
-		}
-		s.log.Append(session.TypeStepEnd, ref)
-		final := ctx.Err() != nil
-		d := s.pipe.DecideContinuation(ctx, s, pipeline.StepEnd{Turn: turn, Step: step, ToolCalls: calls, Continue: calls > 0, Final: final})
-		if final || ctx.Err() != nil {
-			return s.abortEnd(ctx)
-		}
-		more := calls > 0
-		switch d.Verdict {
-		case pipeline.ContinueForce:
-			more = true
-			if d.Steering != nil && len(d.Steering.Content) > 0 {
-				s.steering = append(s.steering, *d.Steering)
-			}
-		case pipeline.ContinueStop:
-			more = false
 		}
 		if !more {
 			break
 		}
 	}
-	if maxTokens {
+	if t.maxTokens {
 		return session.EndReason{Kind: session.EndMaxTokens}
 	}
 	return session.EndReason{Kind: session.EndCompleted}
 }
 
-// execute runs one tool call through the pre-execute chain, the tool (or
-// the approval path) and the post-execute chain. It returns the outcome to
-// record and the context the post-execute chain added.
-func (s *Session) execute(ctx context.Context, c pipeline.Call) (capabilities.Outcome, *pipeline.Context) {
-	var out capabilities.Outcome
-	switch d := s.pipe.CheckTool(ctx, s, c); d.Verdict {
-	case pipeline.ToolDeny:
-		out = errorText(d.Reason)
-	case pipeline.ToolAsk:
-		out = s.askTool(ctx, c, d.Reason)
-	default:
-		out = s.tools.Execute(ctx, s, c.CallID, c.Name, c.Arguments)
+// mayStep reports whether step may start: the turn is not cancelled, the
+// step limit is not passed, the delegation family allows a model call.
+func (s *Session) mayStep(ctx context.Context, step int) (session.EndReason, bool) {
+	if ctx.Err() != nil {
+		return s.abortEnd(ctx), false
 	}
-	r := s.pipe.ReviewResult(ctx, s, c, pipeline.Result{Content: out.Content, IsError: out.IsError, Error: out.Error})
-	if r.Block {
-		out = capabilities.Outcome{Content: []session.Block{session.TextBlock(r.Feedback)}, IsError: true}
+	if max := s.rt.maxSteps(); step > max {
+		return session.EndReason{Kind: session.EndError, Step: step - 1, Code: CodeStepLimit, Message: fmt.Sprintf(
+			"stopped after %d model calls in one turn (the step limit): the model kept calling tools. "+
+				"Send another prompt to let it go on, or raise maxSteps in the configuration.", max)}, false
 	}
-	return out, r.Context
+	return s.stepAllowed(step)
 }
 
-// askTool is the approval path of a call a pre-execute member sent to ask:
-// without an approval service the call is denied; otherwise it runs only
-// when the user allows it.
-func (s *Session) askTool(ctx context.Context, c pipeline.Call, reason string) capabilities.Outcome {
-	if s.rt.cfg.Approval == nil {
-		if reason == "" {
-			reason = fmt.Sprintf("tool %q requires approval (not yet supported)", c.Name)
+// runStep runs one step: the model call, its answer, its tool calls and
+// the continuation decision. It reports whether the turn goes on, or
+// (over) how it ended.
+func (s *Session) runStep(ctx context.Context, t *turnState, step int) (more bool, end session.EndReason, over bool) {
+	ref := session.StepRef{Turn: t.turn, Step: step}
+	req, end, ok := s.stepRequest(ctx, ref)
+	if !ok {
+		return false, end, true
+	}
+	asm, seqs, oversized, err := s.stream(ctx, req, ref)
+	if err == nil {
+		err = finishError(ctx, asm.Finish())
+	}
+	if err != nil || ctx.Err() != nil {
+		return false, s.failedStep(ctx, ref, err), true
+	}
+	content, retry := s.answer(t, ref, asm, oversized)
+	if retry {
+		return true, end, false
+	}
+	s.recordAnswer(ctx, ref, asm, content, seqs)
+	calls, contexts := s.runToolCalls(ctx, ref, toolCalls(content), oversized)
+	for _, c := range contexts {
+		s.appendContext(c)
+	}
+	s.log.Append(session.TypeStepEnd, ref)
+	final := ctx.Err() != nil
+	d := s.pipe.DecideContinuation(ctx, s, pipeline.StepEnd{Turn: t.turn, Step: step, ToolCalls: calls, Continue: calls > 0, Final: final})
+	if final || ctx.Err() != nil {
+		return false, s.abortEnd(ctx), true
+	}
+	more = calls > 0
+	switch d.Verdict {
+	case pipeline.ContinueForce:
+		more = true
+		if d.Steering != nil && len(d.Steering.Content) > 0 {
+			s.steering = append(s.steering, *d.Steering)
 		}
-		return errorText(reason)
+	case pipeline.ContinueStop:
+		more = false
 	}
-	o, err := s.rt.cfg.Approval.Request(ctx, s.log, approval.Request{ToolName: c.Name, CallID: c.CallID, Reason: reason,
-		Action: c.Name + " " + string(c.Args)})
-	if err != nil {
-		return errorText(err.Error())
-	}
-	switch o {
-	case approval.AllowedOnce, approval.AllowedAlways:
-		return s.tools.Execute(ctx, s, c.CallID, c.Name, c.Arguments)
-	case approval.Rejected:
-		return errorText(fmt.Sprintf("the user rejected running tool %q", c.Name))
-	case approval.Cancelled:
-		return errorText(fmt.Sprintf("approval for tool %q was cancelled", c.Name))
-	}
-	return errorText(fmt.Sprintf("tool %q requires approval, but no approval channel is available", c.Name))
+	return more, end, false
 }
 
-// errorText is a plain denial result: "Error: <text>", no error field.
-func errorText(text string) capabilities.Outcome {
-	return capabilities.Outcome{Content: []session.Block{session.TextBlock("Error: " + text)}, IsError: true}
+// stepRequest opens a step: the held steering and the step preparers'
+// notices are logged, the request is derived from the log, and step/start
+// with the request header (or its delta) is appended. A conversation that
+// does not derive ends the turn (false).
+func (s *Session) stepRequest(ctx context.Context, ref session.StepRef) (*llm.Request, session.EndReason, bool) {
+	for _, st := range s.steering {
+		s.log.Append(session.TypeSteeringMessage, steeringMessage{Turn: ref.Turn, Content: st.Content, Source: st.Source})
+	}
+	s.steering = nil
+	for _, n := range s.pipe.PrepareStep(ctx, s, pipeline.Step{Turn: ref.Turn, Step: ref.Step}) {
+		s.appendContext(&n)
+	}
+	hdr := s.header()
+	r := s.derive()
+	msgs, _, err := r.messages()
+	prev, hasPrev := r.hdr, r.hasHdr
+	if err == nil && s.rt.cfg.CheckDerivation {
+		err = s.checkDerivation(r)
+	}
+	r.mu.Unlock()
+	if err != nil {
+		return nil, session.EndReason{Kind: session.EndError, Step: ref.Step, Code: CodeInvalidHistory,
+			Message: "refusing to send an invalid conversation to the model: " + err.Error()}, false
+	}
+	s.log.Append(session.TypeStepStart, ref)
+	if typ, data := headerEventFor(prev, hasPrev, hdr, !s.headerSent); typ != "" {
+		s.log.Append(typ, data)
+	}
+	s.headerSent = true
+	return &llm.Request{SessionID: s.ID(), Config: hdr.Config, System: hdr.System, Tools: hdr.Tools, Messages: msgs}, session.EndReason{}, true
+}
+
+// finishError is the error of a stream that finished badly: the
+// provider's error, or an abort the turn did not ask for.
+func finishError(ctx context.Context, f llm.FinishReason) error {
+	switch f.Kind {
+	case llm.FinishError:
+		return &llm.Error{Message: f.Message, Code: f.Code}
+	case llm.FinishAborted:
+		if ctx.Err() == nil {
+			return &llm.Error{Message: "model stream aborted", Code: "ABORTED"}
+		}
+	}
+	return nil
+}
+
+// failedStep closes a step whose model call failed or was cancelled and
+// returns how the turn ends.
+func (s *Session) failedStep(ctx context.Context, ref session.StepRef, err error) session.EndReason {
+	s.log.Append(session.TypeStepEnd, ref)
+	s.pipe.DecideContinuation(ctx, s, pipeline.StepEnd{Turn: ref.Turn, Step: ref.Step, Final: true})
+	if ctx.Err() != nil {
+		return s.abortEnd(ctx)
+	}
+	end := session.EndReason{Kind: session.EndError, Step: ref.Step, Message: err.Error(), Code: llm.ErrorCode(err)}
+	var le *llm.Error
+	if errors.As(err, &le) {
+		end.Hint = le.Hint
+	}
+	return end
+}
+
+// answer is the content of the step's answer the history keeps: an empty
+// answer is asked for again once (retry: the step is closed); an answer
+// cut at max tokens loses its tool calls; a call whose arguments passed
+// the cap keeps empty arguments.
+func (s *Session) answer(t *turnState, ref session.StepRef, asm *llm.Assembler, oversized map[string]int) (content []session.Block, retry bool) {
+	content = asm.Content()
+	finish := asm.Finish()
+	if s.rt.cfg.RetryEmpty && !t.retried && emptyAnswer(content, finish) {
+		t.retried = true
+		s.notice(ref, EmptyRetryNotice)
+		s.log.Append(session.TypeStepEnd, ref)
+		return nil, true
+	}
+	if finish.Kind == llm.FinishMaxTokens {
+		t.maxTokens = true
+		if dropped := droppedCalls(content); len(dropped) > 0 && s.rt.cfg.NoticeDroppedCalls {
+			s.notice(ref, droppedNotice(dropped))
+		}
+		kept := content[:0:0]
+		for _, b := range content {
+			if b.Type != session.BlockToolCall {
+				kept = append(kept, b)
+			}
+		}
+		content = kept
+	}
+	for i, b := range content {
+		if _, big := oversized[b.ID]; big && b.Type == session.BlockToolCall {
+			// The model's arguments were cut at the cap: the history
+			// keeps the call with empty arguments, and its result says
+			// why nothing ran.
+			content[i].Arguments = "{}"
+		}
+	}
+	return content, false
+}
+
+// recordAnswer appends the step's assistant/message (with its usage and
+// the chunks it came from) and hands it to the store.
+func (s *Session) recordAnswer(ctx context.Context, ref session.StepRef, asm *llm.Assembler, content []session.Block, seqs []int) {
+	if len(content) == 0 && asm.Usage() == nil {
+		return
+	}
+	msg := session.AssistantMessage{Turn: ref.Turn, Step: ref.Step, Content: content}
+	if u := asm.Usage(); u != nil {
+		msg.Usage = session.Data(u)
+	}
+	var opts []session.AppendOption
+	if len(seqs) > 0 {
+		opts = append(opts, session.WithSourceSeqs(seqs))
+	}
+	s.log.Append(session.TypeAssistantMessage, msg, opts...)
+	s.persist(ctx)
 }
 
 // stream runs one model call, appending one assistant/chunk per chunk. A

@@ -47,7 +47,8 @@ func (m *modeService) SubmitPrompt(context.Context, pipeline.Session, pipeline.P
 // CheckTool implements pipeline.ToolGate: deny-by-default by the logged
 // mode, before the tool lookup.
 func (m *modeService) CheckTool(_ context.Context, _ pipeline.Session, c pipeline.Call) (pipeline.ToolDecision, error) {
-	if ok, why := m.s.rt.allowedIn(m.s.LoggedMode(), c.Name); !ok {
+	t, _ := m.s.tools.Lookup(c.Name)
+	if ok, why := m.s.rt.allowedIn(m.s.LoggedMode(), t, c.Name); !ok {
 		return pipeline.ToolDecision{Verdict: pipeline.ToolDeny, Reason: why}, nil
 	}
 	return pipeline.ToolDecision{}, nil

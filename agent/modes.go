@@ -2,9 +2,9 @@ package agent
 
 import (
 	"fmt"
-	"slices"
 	"strings"
 
+	"github.com/dsh-acp/dsh-acp/capabilities"
 	"github.com/dsh-acp/dsh-acp/capabilities/plan"
 	"github.com/dsh-acp/dsh-acp/session"
 )
@@ -12,15 +12,23 @@ import (
 // DefaultMode is the mode without a policy.
 const DefaultMode = "default"
 
+// defaultModeName and defaultModeDescription name the default mode for
+// editors.
+const (
+	defaultModeName        = "Default"
+	defaultModeDescription = "The agent reads, edits and runs commands within the sandbox."
+)
+
 // ModeDef is a configured session mode.
 type ModeDef struct {
 	// ID names the mode.
 	ID string
-	// Allow lists the tools the mode offers and permits.
-	Allow []string
-	// Only lists the tools offered in this mode alone (no other mode,
-	// the default included, offers them).
-	Only []string
+	// Name and Description present the mode to editors' users.
+	Name, Description string
+	// Offers reports whether the mode offers and permits a tool, by what
+	// the tool says it does. A tool whose traits name a mode of its own
+	// (Traits.Mode) is offered in that mode only.
+	Offers func(capabilities.Traits) bool
 	// Refusal, when set, is the error a refused tool call gets; %q is the
 	// tool's name. Else "tool %q is not available in %q mode".
 	Refusal string
@@ -28,18 +36,28 @@ type ModeDef struct {
 	Policy string
 }
 
-// PlanMode returns the built-in plan mode: read-only tools and the
-// exit_plan_mode review, offered in plan mode only.
+// PlanMode returns the built-in plan mode: the tools that only read and
+// the planning tools (the task list, and exit_plan_mode, whose traits
+// keep it to this mode).
 func PlanMode() ModeDef {
-	return ModeDef{ID: plan.ModeID,
-		// web_fetch and web_search are mounted by the default composition
-		// (web_search once a provider is configured); a tool the
-		// composition does not mount is never offered, listed or not.
-		Allow:   []string{"read", "todo_write", "web_search", "web_fetch", plan.ToolName, "glob", "grep", "skill"},
-		Only:    []string{plan.ToolName},
-		Refusal: "tool %q is not available in plan mode; continue planning and present your plan with " + plan.ToolName + " when ready",
+	return ModeDef{ID: plan.ModeID, Name: "Plan",
+		Description: "Read-only: the agent investigates and presents a plan for your approval before changing anything.",
+		Offers:      func(t capabilities.Traits) bool { return t.ReadOnly || t.Plans },
+		Refusal:     "tool %q is not available in plan mode; continue planning and present your plan with " + plan.ToolName + " when ready",
 		Policy: "You are in plan mode. Investigate with the read-only tools you have, work out a concrete plan, and " +
 			"present it with " + plan.ToolName + ". Do not try to change files or run commands until the user approves the plan."}
+}
+
+// ModeName returns how editors name mode id and describe it (the id
+// itself, undescribed, for a mode that is not defined).
+func (s *Session) ModeName(id string) (name, description string) {
+	if id == DefaultMode {
+		return defaultModeName, defaultModeDescription
+	}
+	if def, ok := s.rt.modeDef(id); ok && def.Name != "" {
+		return def.Name, def.Description
+	}
+	return id, ""
 }
 
 // Modes lists a session's modes: default first, then the configured ones.
@@ -150,16 +168,15 @@ func (s *Session) SetMode(id string) error {
 	return nil
 }
 
-// allowedIn reports whether mode m permits tool name.
-func (r *Runtime) allowedIn(m, name string) (bool, string) {
+// allowedIn reports whether mode m permits tool t (nil: no tool of that
+// name, which no mode with a policy permits) and, if not, why.
+func (r *Runtime) allowedIn(m string, t capabilities.Tool, name string) (bool, string) {
 	def, ok := r.modeDef(m)
 	if !ok {
 		return true, ""
 	}
-	for _, a := range def.Allow {
-		if a == name {
-			return true, ""
-		}
+	if t != nil && def.Offers != nil && def.Offers(t.Traits()) {
+		return true, ""
 	}
 	if def.Refusal != "" {
 		return false, fmt.Sprintf(def.Refusal, name)
@@ -167,15 +184,16 @@ func (r *Runtime) allowedIn(m, name string) (bool, string) {
 	return false, fmt.Sprintf("tool %q is not available in %q mode", name, m)
 }
 
-// offeredIn reports whether tool name is on the wire in mode m: a tool
-// some mode offers alone only in that mode, any other as m allows.
-func (r *Runtime) offeredIn(m, name string) bool {
-	for _, def := range r.cfg.Modes {
-		if slices.Contains(def.Only, name) {
-			return def.ID == m
+// offeredIn reports whether tool t is on the wire in mode m: a tool of
+// one mode (Traits.Mode, when that mode is composed) only in that mode,
+// any other as m allows.
+func (r *Runtime) offeredIn(m string, t capabilities.Tool) bool {
+	if own := t.Traits().Mode; own != "" {
+		if _, ok := r.modeDef(own); ok {
+			return own == m
 		}
 	}
-	ok, _ := r.allowedIn(m, name)
+	ok, _ := r.allowedIn(m, t, t.Name())
 	return ok
 }
 

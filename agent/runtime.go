@@ -52,10 +52,10 @@ type Config struct {
 	Modes []ModeDef
 	// Commands are the slash commands the agent handles itself.
 	Commands []Command
-	// ParallelTools names read-only tools whose consecutive calls in one
-	// step run concurrently (results logged in call order); nil: every
-	// call runs on its own, as upstream.
-	ParallelTools []string
+	// ParallelReads runs consecutive calls of one step to tools that say
+	// they only read (capabilities.Traits.ReadOnly) concurrently, results
+	// logged in call order; off, every call runs on its own, as upstream.
+	ParallelReads bool
 	// RetryEmpty asks the model once more when a step's answer is empty.
 	RetryEmpty bool
 	// NoticeDroppedCalls tells the user when an answer cut at max tokens
@@ -502,7 +502,7 @@ func (s *Session) Close(ctx context.Context) error {
 func (s *Session) system() string {
 	secs := append([]Section{IdentitySection()}, s.rt.cfg.Sections...)
 	for _, t := range s.tools.Tools() {
-		if sc, ok := t.(capabilities.Sectioner); ok && (t.Name() != codeTool || s.offered(t)) {
+		if sc, ok := t.(capabilities.Sectioner); ok && (!t.Traits().Program || s.offered(t)) {
 			secs = append(secs, sc.PromptSection())
 		}
 	}
@@ -521,7 +521,7 @@ func (s *Session) header() Header {
 	h := Header{Config: s.requestConfig(), System: s.system()}
 	mode := s.LoggedMode()
 	for _, t := range s.tools.Tools() { // already in wire order
-		if !s.rt.offeredIn(mode, t.Name()) || !s.offered(t) {
+		if !s.rt.offeredIn(mode, t) || !s.offered(t) {
 			continue
 		}
 		params, _ := t.Schema().MarshalJSON()

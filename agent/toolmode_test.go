@@ -19,6 +19,9 @@ type namedTool struct{ name string }
 func (t namedTool) Name() string                 { return t.name }
 func (t namedTool) Description() string          { return t.name }
 func (t namedTool) Schema() *capabilities.Schema { return capabilities.Object() }
+func (t namedTool) Traits() capabilities.Traits {
+	return capabilities.Traits{Program: t.name == "run_code"}
+}
 func (t namedTool) Run(context.Context, *capabilities.Call) (capabilities.Result, error) {
 	return capabilities.TextResult("ok"), nil
 }

@@ -18,7 +18,9 @@ type Timeouts struct {
 	// Default is the budget of a tool without its own (zero: none).
 	Default time.Duration
 	// PerTool overrides Default per tool name; a negative value means no
-	// budget (tools that wait for the user).
+	// budget. A tool it does not name gets its budget by its traits: none
+	// for a tool that waits for the user (Traits.Asks), Max (when set) for
+	// one that hands work to child agents (Traits.Delegates), else Default.
 	PerTool map[string]time.Duration
 	// Max caps every budget, a call's timeoutMs included (zero: no cap).
 	Max time.Duration
@@ -42,7 +44,13 @@ const abandonAfter = 5 * time.Second
 // the call's own timeoutMs.
 func (p *Timeouts) budget(t Tool, args json.RawMessage) (time.Duration, bool) {
 	d, ok := p.PerTool[t.Name()]
-	if !ok {
+	switch tr := t.Traits(); {
+	case ok:
+	case tr.Asks:
+		d = -1
+	case tr.Delegates && p.Max > 0:
+		d = p.Max
+	default:
 		d = p.Default
 	}
 	if d < 0 {

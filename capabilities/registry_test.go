@@ -27,6 +27,7 @@ func (echo) Schema() *capabilities.Schema {
 			capabilities.Req("status", &capabilities.Schema{Type: "string", Enum: []string{"a", "b"}})))),
 	)
 }
+func (echo) Traits() capabilities.Traits { return capabilities.Traits{} }
 func (e echo) Run(_ context.Context, c *capabilities.Call) (capabilities.Result, error) {
 	if e.err != nil {
 		return capabilities.Result{}, e.err

@@ -23,6 +23,7 @@ type rawTool struct {
 func (t rawTool) Name() string                 { return t.name }
 func (t rawTool) Description() string          { return "raw" }
 func (t rawTool) Schema() *capabilities.Schema { return t.schema }
+func (rawTool) Traits() capabilities.Traits    { return capabilities.Traits{} }
 func (t rawTool) Run(_ context.Context, c *capabilities.Call) (capabilities.Result, error) {
 	return capabilities.TextResult("ran " + string(c.Args)), nil
 }

@@ -21,6 +21,7 @@ type big struct{ lines int }
 func (big) Name() string                 { return "big" }
 func (big) Description() string          { return "big" }
 func (big) Schema() *capabilities.Schema { return capabilities.Object() }
+func (big) Traits() capabilities.Traits  { return capabilities.Traits{} }
 func (b big) Run(context.Context, *capabilities.Call) (capabilities.Result, error) {
 	var s strings.Builder
 	for i := 1; i <= b.lines; i++ {
@@ -85,6 +86,7 @@ func isUTF8(s string) bool { return strings.ToValidUTF8(s, "?") == s }
 type sleeper struct {
 	stubborn bool
 	own      bool
+	traits   capabilities.Traits
 }
 
 func (sleeper) Name() string        { return "sleep" }
@@ -95,6 +97,7 @@ func (s sleeper) Schema() *capabilities.Schema {
 	}
 	return capabilities.Object()
 }
+func (s sleeper) Traits() capabilities.Traits { return s.traits }
 func (s sleeper) Run(ctx context.Context, _ *capabilities.Call) (capabilities.Result, error) {
 	if s.stubborn {
 		time.Sleep(time.Hour)
@@ -129,6 +132,21 @@ func TestTimeoutsStopACallAtItsBudget(t *testing.T) {
 	defer cancel()
 	out = r.Execute(ctx, spillEnv{}, "c", "sleep", "{}")
 	require.Equal(t, "Error: context deadline exceeded", out.Content[0].Text, "only the caller's context ended it")
+
+	// Unnamed, a tool gets its budget by its traits: none when it waits
+	// for the user, the cap when it hands work to child agents.
+	p := capabilities.Timeouts{Default: 50 * time.Millisecond, Max: 150 * time.Millisecond}
+	r = capabilities.NewRegistry(sleeper{traits: capabilities.Traits{Asks: true}}).WithTimeouts(p)
+	ctx, cancel = context.WithTimeout(context.Background(), 300*time.Millisecond)
+	defer cancel()
+	out = r.Execute(ctx, spillEnv{}, "c", "sleep", "{}")
+	require.Equal(t, "Error: context deadline exceeded", out.Content[0].Text, "a question has no budget")
+	r = capabilities.NewRegistry(sleeper{traits: capabilities.Traits{Delegates: true}}).WithTimeouts(p)
+	out = r.Execute(context.Background(), spillEnv{}, "c", "sleep", "{}")
+	require.Equal(t, "Error: sleep timed out after 150ms (its time budget) and was stopped", out.Content[0].Text)
+	r = capabilities.NewRegistry(sleeper{}).WithTimeouts(p)
+	out = r.Execute(context.Background(), spillEnv{}, "c", "sleep", "{}")
+	require.Equal(t, "Error: sleep timed out after 50ms (its time budget) and was stopped", out.Content[0].Text)
 }
 
 func TestTimeoutsGiveUpOnAToolThatIgnoresItsContext(t *testing.T) {

@@ -20,9 +20,54 @@ type Tool interface {
 	Description() string
 	// Schema is the parameter schema (an object schema).
 	Schema() *Schema
+	// Traits say what a call does (see Traits); a tool declares them
+	// here, in its definition, and nowhere else.
+	Traits() Traits
 	// Run executes a validated call. A returned error becomes an
 	// "Error: <message>" result; a *CodedError also sets the result's error.
 	Run(ctx context.Context, call *Call) (Result, error)
+}
+
+// Traits are what a tool's calls do, declared once by the tool (its
+// Traits method) and read by everything that treats tools differently:
+// plan mode offers the tools that change nothing and the planning tools,
+// the loop runs consecutive read-only calls at once, and the tool-mode
+// knob finds the program tool. The zero value claims nothing, which is
+// the safe reading of a tool nobody described (an MCP server's): it may
+// do anything, so it is never offered in plan mode or run concurrently.
+type Traits struct {
+	// ReadOnly: a call only reads (files, the web, the session) and
+	// changes nothing, and it is no question to the user (an approval a
+	// read may need is not one). Plan mode offers the tool, and
+	// consecutive calls of one step may run at once.
+	ReadOnly bool
+	// Sequential: calls run one at a time though the tool only reads:
+	// the service behind it limits its rate (a search provider), or a
+	// call is too quick for running at once to gain anything.
+	Sequential bool
+	// Writes: a call may change files in the workspace.
+	Writes bool
+	// Runs: a call may run commands.
+	Runs bool
+	// Network: a call may reach the network.
+	Network bool
+	// Delegates: a call hands work to child agents (a subagent, a
+	// workflow's), which do what their own tools' traits say; it may take
+	// as long as a time budget allows (Timeouts.Max).
+	Delegates bool
+	// Asks: a call waits for the user's answer, so it has no time budget.
+	Asks bool
+	// Plans: the tool is part of planning, offered in plan mode though it
+	// is not read-only (todo_write keeps the session's task list).
+	Plans bool
+	// Mode, when set, is the one session mode that offers the tool
+	// (exit_plan_mode: plan), when that mode is composed.
+	Mode string
+	// Program: a call runs a model-written program over the session's
+	// other tools (run_code), each call of which is gated as a direct one;
+	// the tool-mode knob offers it alone, beside the others, or not at
+	// all.
+	Program bool
 }
 
 // Call is one tool invocation as a tool sees it.

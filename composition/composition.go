@@ -88,11 +88,11 @@ type Composition struct {
 	ToolTimeouts *TimeoutsConfig `json:"toolTimeouts,omitempty"`
 	// Web configures web_fetch and web_search.
 	Web WebConfig `json:"web,omitzero"`
-	// ParallelTools names read-only tools whose consecutive calls in one
-	// step run concurrently; Hygiene also retries an empty answer once
-	// and says when a max-tokens cut dropped a tool call.
-	ParallelTools []string `json:"parallelTools,omitempty"`
-	Hygiene       bool     `json:"hygiene,omitempty"`
+	// ParallelReads runs consecutive calls of one step to read-only tools
+	// (each tool says whether it is) concurrently; Hygiene also retries an
+	// empty answer once and says when a max-tokens cut dropped a tool call.
+	ParallelReads bool `json:"parallelReads,omitempty"`
+	Hygiene       bool `json:"hygiene,omitempty"`
 	// CompactAt is the fraction of ContextWindow whose use makes the
 	// agent summarise the older conversation before its next model call
 	// (0: never); CompactMaxTokens bounds the summary.
@@ -128,7 +128,7 @@ func Builtin(name string) (Composition, bool) {
 			ContextWindow: 131072,
 			Sandbox:       sandbox.WorkspaceWrite, Approval: approval.PolicyAsk,
 			Instructions: true, SpillBytes: capabilities.DefaultSpillCap, ToolTimeouts: &defaultTimeouts,
-			ParallelTools: []string{"read", "glob", "grep", "web_fetch"}, Hygiene: true, CompactAt: agent.DefaultCompactThreshold, CompactMaxTokens: 4096,
+			ParallelReads: true, Hygiene: true, CompactAt: agent.DefaultCompactThreshold, CompactMaxTokens: 4096,
 			Containment: new(defaultContainment),
 			Tools: []Family{FamilyFS, FamilyBash, FamilyTodo, FamilyPlan, FamilyAsk, FamilySubagent, FamilyWorkflow,
 				FamilySearch, FamilyWeb, FamilySkills, FamilyRunCode}}, true
@@ -171,10 +171,14 @@ func Load(nameOrFile string) (Composition, error) {
 			nameOrFile, strings.Join(BuiltinNames(), ", "), err)
 	}
 	var base struct {
-		Base string `json:"base"`
+		Base          string          `json:"base"`
+		ParallelTools json.RawMessage `json:"parallelTools"`
 	}
 	if err := json.Unmarshal(data, &base); err != nil {
 		return Composition{}, fmt.Errorf("composition file %s: %w", nameOrFile, err)
+	}
+	if base.ParallelTools != nil {
+		return Composition{}, fmt.Errorf("composition file %s: parallelTools is gone: tools say whether they only read; set parallelReads to true or false", nameOrFile)
 	}
 	c := Composition{Model: DefaultModel, Persona: codingPersona}
 	if base.Base != "" {

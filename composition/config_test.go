@@ -75,6 +75,14 @@ func TestCompositionFile(t *testing.T) {
 	require.ErrorContains(t, err, `unknown tool family "teleport"`)
 	_, err = composition.Load("no-such-composition")
 	require.ErrorContains(t, err, "neither a built-in")
+
+	require.NoError(t, os.WriteFile(p, []byte(`{"base":"default","parallelTools":["read"]}`), 0o600))
+	_, err = composition.Load(p)
+	require.ErrorContains(t, err, "set parallelReads", "the old name list is refused, not ignored")
+	require.NoError(t, os.WriteFile(p, []byte(`{"base":"default","parallelReads":false}`), 0o600))
+	c, err = composition.Load(p)
+	require.NoError(t, err)
+	require.False(t, c.ParallelReads)
 }
 
 func TestBuiltinToolsInWireOrder(t *testing.T) {

@@ -125,7 +125,7 @@ func (c Composition) NewServer(o ServerOptions) *acp.Server {
 		Delegation:    c.delegation(o.Delegation),
 		MaxSteps:      o.MaxSteps,
 
-		ParallelTools:      c.ParallelTools,
+		ParallelReads:      c.ParallelReads,
 		RetryEmpty:         c.Hygiene,
 		NoticeDroppedCalls: c.Hygiene,
 		Compaction:         c.compaction(),

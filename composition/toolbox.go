@@ -14,7 +14,6 @@ import (
 	"github.com/dsh-acp/dsh-acp/capabilities/fs"
 	"github.com/dsh-acp/dsh-acp/capabilities/instructions"
 	"github.com/dsh-acp/dsh-acp/capabilities/localfs"
-	"github.com/dsh-acp/dsh-acp/capabilities/plan"
 	"github.com/dsh-acp/dsh-acp/capabilities/search"
 	"github.com/dsh-acp/dsh-acp/capabilities/skills"
 	"github.com/dsh-acp/dsh-acp/capabilities/web"
@@ -54,10 +53,9 @@ type WebConfig struct {
 
 // defaultTimeouts is the default composition's budget policy: a generous
 // backstop for every tool (file tools and web_fetch can wait on an
-// approval), none for the tools that only wait for the user.
-var defaultTimeouts = TimeoutsConfig{DefaultSec: 600, MaxSec: 1800, PerToolSec: map[string]float64{
-	"ask_user_question": -1, plan.ToolName: -1, "subagent": 1800, "subagent_fork": 1800, "workflow": 1800,
-}}
+// approval), the cap for the tools that hand work to child agents, none
+// for the tools that only wait for the user (both by the tools' traits).
+var defaultTimeouts = TimeoutsConfig{DefaultSec: 600, MaxSec: 1800}
 
 func (t TimeoutsConfig) policy() capabilities.Timeouts {
 	p := capabilities.Timeouts{Default: secs(t.DefaultSec), Max: secs(t.MaxSec)}

@@ -138,7 +138,7 @@ func TestCompactionOnlyInTheDefaultComposition(t *testing.T) {
 	for _, name := range BuiltinNames()[1:] {
 		u, _ := Builtin(name)
 		require.Nil(t, u.compaction(), name)
-		require.Nil(t, u.ParallelTools, name)
+		require.False(t, u.ParallelReads, name)
 		require.False(t, u.Hygiene, name)
 	}
 }

@@ -20,6 +20,9 @@ type Tool struct {
 // Name implements capabilities.Tool.
 func (Tool) Name() string { return "ask_user_question" }
 
+// Traits implements capabilities.Tool.
+func (Tool) Traits() capabilities.Traits { return capabilities.Traits{Asks: true} }
+
 // Description implements capabilities.Tool.
 func (Tool) Description() string {
 	return "Ask the user one or more questions and wait for their answers. Offer options when the choice is between " +

@@ -43,6 +43,9 @@ type TaskOutputTool struct{ tasks *Tasks }
 // Name implements capabilities.Tool.
 func (TaskOutputTool) Name() string { return "task_output" }
 
+// Traits implements capabilities.Tool: a tool of the commands bash runs (plan mode runs none).
+func (TaskOutputTool) Traits() capabilities.Traits { return capabilities.Traits{Runs: true} }
+
 // Description implements capabilities.Tool.
 func (TaskOutputTool) Description() string {
 	return "Show what a background task has printed since you last looked, followed by a [status: …] line telling " +
@@ -78,6 +81,9 @@ type TaskListTool struct{ tasks *Tasks }
 // Name implements capabilities.Tool.
 func (TaskListTool) Name() string { return "task_list" }
 
+// Traits implements capabilities.Tool: a tool of the commands bash runs (plan mode runs none).
+func (TaskListTool) Traits() capabilities.Traits { return capabilities.Traits{Runs: true} }
+
 // Description implements capabilities.Tool.
 func (TaskListTool) Description() string {
 	return "List the background tasks this session started, one per line with its id, what it runs and its status."
@@ -103,6 +109,9 @@ type TaskKillTool struct{ tasks *Tasks }
 
 // Name implements capabilities.Tool.
 func (TaskKillTool) Name() string { return "task_kill" }
+
+// Traits implements capabilities.Tool: a tool of the commands bash runs (plan mode runs none).
+func (TaskKillTool) Traits() capabilities.Traits { return capabilities.Traits{Runs: true} }
 
 // Description implements capabilities.Tool.
 func (TaskKillTool) Description() string {

@@ -111,6 +111,11 @@ func (t *Tool) Tasks() *Tasks { return t.opts.Tasks }
 // Name implements capabilities.Tool.
 func (t *Tool) Name() string { return "bash" }
 
+// Traits implements capabilities.Tool: a command may do anything its sandbox lets it.
+func (*Tool) Traits() capabilities.Traits {
+	return capabilities.Traits{Runs: true, Writes: true, Network: true}
+}
+
 // Description implements capabilities.Tool.
 func (t *Tool) Description() string {
 	return "Execute a shell command with `bash -c` and get back what it printed. The command runs without a terminal " +

@@ -65,6 +65,9 @@ type Tool struct {
 // Name implements capabilities.Tool.
 func (Tool) Name() string { return Name }
 
+// Traits implements capabilities.Tool: a program calls the other tools, each with its own traits.
+func (Tool) Traits() capabilities.Traits { return capabilities.Traits{Program: true} }
+
 // Description implements capabilities.Tool.
 func (Tool) Description() string {
 	return "Run a TypeScript program (the body of an async function) that calls the session's tools as `await tools.<name>(args)`; " +

@@ -33,6 +33,7 @@ func (echo) Schema() *capabilities.Schema {
 	return capabilities.Object(capabilities.Req("text", capabilities.String("What to echo.")),
 		capabilities.Opt("mode", &capabilities.Schema{Type: "string", Enum: []string{"plain", "loud"}}))
 }
+func (echo) Traits() capabilities.Traits { return capabilities.Traits{} }
 func (echo) Run(_ context.Context, call *capabilities.Call) (capabilities.Result, error) {
 	var a struct{ Text, Mode string }
 	_ = json.Unmarshal(call.Args, &a)

@@ -24,6 +24,9 @@ type editArgs struct {
 // Name implements capabilities.Tool.
 func (*editTool) Name() string { return "edit" }
 
+// Traits implements capabilities.Tool.
+func (*editTool) Traits() capabilities.Traits { return capabilities.Traits{Writes: true} }
+
 // Description implements capabilities.Tool.
 func (*editTool) Description() string {
 	return "Replace an exact piece of text in a file with new text. The file must have been read in this session and be unchanged since. " +

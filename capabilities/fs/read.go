@@ -32,6 +32,9 @@ type readArgs struct {
 // Name implements capabilities.Tool.
 func (*readTool) Name() string { return "read" }
 
+// Traits implements capabilities.Tool: read only reads (a path outside the roots asks first, which is an approval, not a question).
+func (*readTool) Traits() capabilities.Traits { return capabilities.Traits{ReadOnly: true} }
+
 // Description implements capabilities.Tool.
 func (*readTool) Description() string {
 	return "Read a UTF-8 text file and return its lines, each prefixed with its 1-based line number. " +

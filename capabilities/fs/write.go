@@ -19,6 +19,9 @@ type writeArgs struct {
 // Name implements capabilities.Tool.
 func (*writeTool) Name() string { return "write" }
 
+// Traits implements capabilities.Tool.
+func (*writeTool) Traits() capabilities.Traits { return capabilities.Traits{Writes: true} }
+
 // Description implements capabilities.Tool.
 func (*writeTool) Description() string {
 	return "Create a file, or replace a whole file, with the given content, written exactly as passed. " +

@@ -62,6 +62,9 @@ func newTool(c *conn, mt *sdk.Tool) (*tool, error) {
 // Name implements capabilities.Tool.
 func (t *tool) Name() string { return t.name }
 
+// Traits implements capabilities.Tool: a server's own hints (readOnlyHint) are not trusted: the tool may do anything.
+func (*tool) Traits() capabilities.Traits { return capabilities.Traits{} }
+
 // Description implements capabilities.Tool.
 func (t *tool) Description() string { return t.desc }
 

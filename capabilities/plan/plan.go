@@ -29,6 +29,11 @@ type Tool struct {
 // Name implements capabilities.Tool.
 func (Tool) Name() string { return ToolName }
 
+// Traits implements capabilities.Tool: the plan review, offered in plan mode alone.
+func (Tool) Traits() capabilities.Traits {
+	return capabilities.Traits{Asks: true, Plans: true, Mode: ModeID}
+}
+
 // Description implements capabilities.Tool.
 func (Tool) Description() string {
 	return "Present your finished plan for the user's review. If they approve, plan mode ends and the full toolset " +

@@ -25,6 +25,9 @@ type globArgs struct {
 // Name implements capabilities.Tool.
 func (*Glob) Name() string { return "glob" }
 
+// Traits implements capabilities.Tool.
+func (*Glob) Traits() capabilities.Traits { return capabilities.Traits{ReadOnly: true} }
+
 // Description implements capabilities.Tool.
 func (g *Glob) Description() string {
 	return "Find files by path glob (gitignore-style: \"*.go\" matches at any depth, \"src/**/*.ts\" below src), " +

@@ -30,6 +30,9 @@ type grepArgs struct {
 // Name implements capabilities.Tool.
 func (*Grep) Name() string { return "grep" }
 
+// Traits implements capabilities.Tool.
+func (*Grep) Traits() capabilities.Traits { return capabilities.Traits{ReadOnly: true} }
+
 // Description implements capabilities.Tool.
 func (g *Grep) Description() string {
 	return "Search file contents with a regular expression (ripgrep syntax), honouring .gitignore; hidden files and " +

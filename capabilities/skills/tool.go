@@ -25,6 +25,12 @@ var (
 // Name implements capabilities.Tool.
 func (*Tool) Name() string { return "skill" }
 
+// Traits implements capabilities.Tool: loading a skill reads one small
+// file, too quick for running calls at once to gain anything.
+func (*Tool) Traits() capabilities.Traits {
+	return capabilities.Traits{ReadOnly: true, Sequential: true}
+}
+
 // Description implements capabilities.Tool.
 func (*Tool) Description() string {
 	return "Load a skill: its instructions (and where its resource files are) are returned for you to follow. " +

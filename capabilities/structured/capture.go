@@ -62,6 +62,9 @@ type captureTool struct{ c *Capture }
 // Name implements capabilities.Tool.
 func (captureTool) Name() string { return ToolName }
 
+// Traits implements capabilities.Tool: it records the agent's result and claims nothing more.
+func (captureTool) Traits() capabilities.Traits { return capabilities.Traits{} }
+
 // Description implements capabilities.Tool.
 func (captureTool) Description() string {
 	return "Record the final result of your task as structured data matching the parameters schema. Call it exactly once, " +

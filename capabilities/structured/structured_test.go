@@ -102,6 +102,7 @@ type echo struct{}
 func (echo) Name() string                 { return "echo" }
 func (echo) Description() string          { return "echo" }
 func (echo) Schema() *capabilities.Schema { return capabilities.Object() }
+func (echo) Traits() capabilities.Traits  { return capabilities.Traits{} }
 func (echo) Run(context.Context, *capabilities.Call) (capabilities.Result, error) {
 	return capabilities.TextResult("echoed"), nil
 }

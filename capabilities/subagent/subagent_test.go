@@ -241,6 +241,7 @@ func (echoTool) Description() string { return "echo" }
 func (echoTool) Schema() *capabilities.Schema {
 	return capabilities.Object(capabilities.Opt("path", capabilities.String("p")))
 }
+func (echoTool) Traits() capabilities.Traits { return capabilities.Traits{} }
 func (echoTool) Run(context.Context, *capabilities.Call) (capabilities.Result, error) {
 	return capabilities.TextResult("echoed"), nil
 }

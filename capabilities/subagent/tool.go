@@ -37,6 +37,9 @@ type Progress interface {
 	Done(callID string)
 }
 
+// Traits implements capabilities.Tool: the child does what its own tools' traits say.
+func (Tool) Traits() capabilities.Traits { return capabilities.Traits{Delegates: true} }
+
 // Name implements capabilities.Tool.
 func (t Tool) Name() string {
 	if t.Fork {

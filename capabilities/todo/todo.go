@@ -20,6 +20,9 @@ type Tool struct{}
 // Name implements capabilities.Tool.
 func (Tool) Name() string { return "todo_write" }
 
+// Traits implements capabilities.Tool: the task list is the session's, not the workspace's; it is still a change, so calls do not run at once.
+func (Tool) Traits() capabilities.Traits { return capabilities.Traits{Plans: true} }
+
 // Description implements capabilities.Tool.
 func (Tool) Description() string {
 	return "Replace the session's task list. Send the whole list every time: each task has content and a status " +

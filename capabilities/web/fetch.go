@@ -34,6 +34,9 @@ type fetchArgs struct {
 // Name implements capabilities.Tool.
 func (*Fetch) Name() string { return "web_fetch" }
 
+// Traits implements capabilities.Tool.
+func (*Fetch) Traits() capabilities.Traits { return capabilities.Traits{ReadOnly: true, Network: true} }
+
 // Description implements capabilities.Tool.
 func (f *Fetch) Description() string {
 	return fmt.Sprintf("Fetch a web page (HTTP or HTTPS GET) and return its readable content as markdown; text and JSON "+

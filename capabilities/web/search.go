@@ -38,6 +38,13 @@ type searchArgs struct {
 // Name implements capabilities.Tool.
 func (*Search) Name() string { return "web_search" }
 
+// Traits implements capabilities.Tool: search providers limit their
+// rate (a free plan answers about one query a second), so searches go
+// one at a time.
+func (*Search) Traits() capabilities.Traits {
+	return capabilities.Traits{ReadOnly: true, Network: true, Sequential: true}
+}
+
 // Description implements capabilities.Tool.
 func (*Search) Description() string {
 	return "Search the web. Returns titles, URLs and snippets; read a result with web_fetch."

@@ -44,6 +44,9 @@ type Tool struct {
 // Name implements capabilities.Tool.
 func (Tool) Name() string { return Name }
 
+// Traits implements capabilities.Tool.
+func (Tool) Traits() capabilities.Traits { return capabilities.Traits{Delegates: true} }
+
 // Description implements capabilities.Tool.
 func (Tool) Description() string {
 	return "Run a JavaScript workflow that orchestrates child agents. The script is the body of an async function " +
