@@ -65,8 +65,9 @@ type Landlock struct {
 	// offers them (it then always runs as a subreaper).
 	NoNamespaces bool
 
-	mu sync.Mutex
-	ns *nsSpawn // the namespaces the helper gets at spawn; nil: none
+	mu       sync.Mutex
+	ns       *nsSpawn                  // the namespaces the helper gets at spawn; nil: none
+	rulesets map[string]*cachedRuleset // per helper policy, for the helper as a subreaper
 }
 
 // Name returns "landlock".
