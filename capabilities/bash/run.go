@@ -308,6 +308,7 @@ func runForeground(ctx context.Context, sp spec, timeoutMs float64, conf *confin
 		_ = p.terminate(context.Background())
 		if conf != nil {
 			sweepSession(p.pgid)
+			conf.tripped(false) // put back what it changed before it was stopped
 		}
 		return "", errAborted
 	}
@@ -317,14 +318,18 @@ func runForeground(ctx context.Context, sp spec, timeoutMs float64, conf *confin
 		sweepSession(p.pgid)
 	}
 	var markers []string
+	denied := false
 	if ex := p.exit(); conf != nil && ex.signal == "" && ex.code > 0 {
 		stderr := p.stderr.snapshot().text
 		v := conf.confined.Classify(ex.code, stderr)
 		if v.RunnerFailure {
+			conf.tripped(false)
 			return "", unavailable(sandbox.RunnerFailureError(sandbox.Mode(conf.mode), stderr))
 		}
 		markers = append(markers, conf.markers(v)...)
+		denied = v.Denied
 	}
+	markers = append(markers, conf.tripped(denied)...)
 	if timedOut {
 		markers = append(markers, "[timed out after "+formatMs(timeoutMs)+"ms]")
 	}
