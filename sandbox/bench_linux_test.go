@@ -3,7 +3,9 @@
 package sandbox
 
 import (
+	"bytes"
 	"context"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -53,7 +55,7 @@ func BenchmarkTrue(b *testing.B) {
 // workspace-write with the session /tmp: Confine (the agent's side: the
 // hidden and protected paths resolved, a Landlock ruleset checked or
 // built) and the spawn, with and without the containment of
-// BenchmarkTrue. It reports both sides and their difference, in wall and
+// BenchmarkTrue, and the tripwire's check after each command. It reports both sides and their difference, in wall and
 // in CPU time (the command's and the agent's: `contain-delta-ms/op`,
 // `contain-delta-cpu-ms/op`); the budget is +1 ms per command.
 func BenchmarkContainmentCost(b *testing.B) {
@@ -74,7 +76,11 @@ func BenchmarkContainmentCost(b *testing.B) {
 					if err != nil {
 						b.Fatal(err)
 					}
-					cpu[i] += selfCPU() - self + spawnOnce(b, spawn{argv: c.Argv, setup: c.Setup})
+					cmdCPU := spawnOnce(b, spawn{argv: c.Argv, setup: c.Setup})
+					if tripped := c.Tripwire.Check(); len(tripped) > 0 {
+						b.Fatalf("tripped %q", tripped)
+					}
+					cpu[i] += selfCPU() - self + cmdCPU
 					wall[i] += time.Since(t0)
 				}
 			}
@@ -117,10 +123,20 @@ func benchContainment(b *testing.B) (hidden, protected []string, root, tmp strin
 	if err := os.MkdirAll(filepath.Join(root, ".git", "hooks"), 0o755); err != nil {
 		b.Fatal(err)
 	}
-	if err := os.WriteFile(filepath.Join(root, ".git", "config"), nil, 0o644); err != nil {
+	if err := os.WriteFile(filepath.Join(root, ".git", "config"), []byte("[core]\n\tbare = false\n"), 0o644); err != nil {
 		b.Fatal(err)
 	}
+	// What git init puts in .git/hooks: 14 samples, about 24 kB.
+	for i := range 14 {
+		if err := os.WriteFile(filepath.Join(root, ".git", "hooks", fmt.Sprintf("hook-%d.sample", i)), bytes.Repeat([]byte("#\n"), 850), 0o755); err != nil {
+			b.Fatal(err)
+		}
+	}
 	protected = []string{filepath.Join(root, ".git", "hooks"), filepath.Join(root, ".git", "config")}
+	// The root-level paths a fresh repository lacks (the tripwire's).
+	for _, rel := range []string{".zed", ".vscode/settings.json", ".vscode/tasks.json", ".claude/settings*.json", ".codex", ".envrc"} {
+		protected = append(protected, filepath.Join(root, rel))
+	}
 	return hidden, protected, root, tmp
 }
 

@@ -19,6 +19,8 @@ import (
 type Provider struct {
 	chain []Backend
 
+	recorded recordings // the tripwires' file contents, by stamp
+
 	mu        sync.Mutex
 	done      bool
 	backend   Backend
@@ -234,7 +236,7 @@ func (p *Provider) Confine(ctx context.Context, argv []string, policy Policy) (C
 				roots = append(roots, real) // where the resolved protected paths lie
 			}
 		}
-		c.Tripwire = newTripwire(roots, guard, missing, policy.Quarantine)
+		c.Tripwire = newTripwire(&p.recorded, roots, guard, missing, policy.Quarantine)
 	}
 	if pr, ok := b.(Preparer); ok {
 		c.Setup = pr.Prepare(policy)

@@ -39,10 +39,6 @@ import (
 // helper removes it before the command starts.
 const rulesetEnv = "DSH_SANDBOX_LANDLOCK_RULESET"
 
-// racyWindow is how recent a listed directory's change may be for a
-// ruleset to be kept.
-const racyWindow = 50 * time.Millisecond
-
 // maxRulesets bounds the rulesets a Landlock keeps (one per policy in use:
 // a session's roots, mode and network switch); beyond it, new policies
 // are built per command.

@@ -14,7 +14,9 @@
 // more (the default composition's containment): [Policy.NoNetwork] cuts
 // the command off the network, [Policy.Hidden] makes secrets unreadable and
 // [Policy.Protected] keeps files that run code later read-only beneath a
-// writable root; the zero values keep upstream's argv exactly. Every process a confined command starts lives and dies
+// writable root (where a backend cannot, or the path does not exist yet,
+// a [Tripwire] puts them back after the command); the zero values keep
+// upstream's argv exactly. Every process a confined command starts lives and dies
 // with it: bwrap runs it in its own PID namespace, and the Landlock helper
 // either does the same or, where namespaces are unavailable, supervises it
 // as a subreaper that kills every descendant when the command ends. Neither

@@ -55,19 +55,69 @@ type node struct {
 	mode   fs.FileMode // type and permission bits
 	data   []byte      // a regular file's content
 	target string      // a symbolic link's
+	stamp  fileStamp
+	racy   bool // changed so shortly before it was recorded that a change after might keep its stamp
 }
+
+// fileStamp is what a stat says of a file's identity and last change.
+type fileStamp struct {
+	ino          uint64
+	size         int64
+	mtime, ctime int64 // nanoseconds; ctime 0 where the system has none
+}
+
+// racyWindow is how recent a file's change may be for its stamp alone to
+// prove, later, that it has not changed since (file times come from a
+// coarse clock): a tripwire's recordings and a Landlock ruleset's listed
+// directories obey it alike.
+const racyWindow = 50 * time.Millisecond
+
+// recordings keeps what the tripwires of a provider recorded, so that a
+// file whose stamp has not changed since is not read again.
+type recordings struct {
+	mu    sync.Mutex
+	nodes map[string]node // by absolute path
+}
+
+func (r *recordings) get(p string) (node, bool) {
+	if r == nil {
+		return node{}, false
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	n, ok := r.nodes[p]
+	return n, ok
+}
+
+func (r *recordings) put(p string, n node) {
+	if r == nil {
+		return
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.nodes == nil {
+		r.nodes = map[string]node{}
+	}
+	if len(r.nodes) >= maxRecordings {
+		clear(r.nodes)
+	}
+	r.nodes[p] = n
+}
+
+// maxRecordings bounds a provider's recordings.
+const maxRecordings = 4096
 
 // newTripwire records guard (existing protected paths) and absent
 // (protected paths or patterns that do not exist), each beneath one of
 // roots; it returns nil when there is nothing to guard.
-func newTripwire(roots, guard, absent []string, quarantine string) *Tripwire {
+func newTripwire(rec *recordings, roots, guard, absent []string, quarantine string) *Tripwire {
 	t := &Tripwire{quarantine: quarantine}
 	for _, p := range guard {
 		root, rel, ok := under(roots, p)
 		if !ok {
 			continue
 		}
-		nodes, err := walkNodes(root, rel)
+		nodes, err := walkNodes(root, rel, rec, true)
 		if err != nil || len(nodes) == 0 {
 			continue
 		}
@@ -99,31 +149,45 @@ func under(roots []string, p string) (string, string, bool) {
 }
 
 // walkNodes records rel beneath root and everything beneath it, without
-// following symbolic links; a missing rel records nothing.
-func walkNodes(root, rel string) ([]node, error) {
+// following symbolic links; a missing rel records nothing. A regular
+// file's content is read when read is set, unless rec holds it under the
+// same stamp and not racy.
+func walkNodes(root, rel string, rec *recordings, read bool) ([]node, error) {
+	now := time.Now().UnixNano()
 	r, err := os.OpenRoot(root)
 	if err != nil {
 		return nil, err
 	}
 	defer r.Close()
 	var out []node
-	var walk func(rel string) error
-	walk = func(rel string) error {
-		fi, err := r.Lstat(rel)
+	// walk records name in dir (rel beneath root); a directory is walked
+	// through a root of its own, one stat per entry.
+	var walk func(dir *os.Root, name, rel string) error
+	walk = func(dir *os.Root, name, rel string) error {
+		fi, err := dir.Lstat(name)
 		if errors.Is(err, fs.ErrNotExist) {
 			return nil
 		}
 		if err != nil {
 			return err
 		}
-		n := node{rel: rel, mode: fi.Mode()}
+		n := node{rel: rel, mode: fi.Mode(), stamp: stampFile(fi)}
+		n.racy = n.stamp.mtime >= now-int64(racyWindow) || n.stamp.ctime >= now-int64(racyWindow)
 		switch {
-		case fi.Mode().IsRegular():
-			if n.data, err = r.ReadFile(rel); err != nil {
+		case fi.Mode().IsRegular() && read:
+			abs := filepath.Join(root, filepath.FromSlash(rel))
+			if old, ok := rec.get(abs); ok && !old.racy && old.stamp == n.stamp && old.mode == n.mode {
+				n.data = old.data
+				break
+			}
+			if n.data, err = dir.ReadFile(name); err != nil {
 				return err
 			}
+			if !n.racy {
+				rec.put(abs, n)
+			}
 		case fi.Mode()&fs.ModeSymlink != 0:
-			if n.target, err = r.Readlink(rel); err != nil {
+			if n.target, err = dir.Readlink(name); err != nil {
 				return err
 			}
 		}
@@ -131,7 +195,12 @@ func walkNodes(root, rel string) ([]node, error) {
 		if !fi.IsDir() {
 			return nil
 		}
-		f, err := r.Open(rel)
+		sub, err := dir.OpenRoot(name)
+		if err != nil {
+			return err
+		}
+		defer sub.Close()
+		f, err := sub.Open(".")
 		if err != nil {
 			return err
 		}
@@ -141,21 +210,51 @@ func walkNodes(root, rel string) ([]node, error) {
 			return err
 		}
 		slices.Sort(names)
-		for _, name := range names {
-			if err := walk(path.Join(rel, name)); err != nil {
+		for _, child := range names {
+			if err := walk(sub, child, path.Join(rel, child)); err != nil {
 				return err
 			}
 		}
 		return nil
 	}
-	return out, walk(rel)
+	return out, walk(r, rel, rel)
 }
 
-// same reports whether two recordings are alike.
-func same(a, b []node) bool {
-	return slices.EqualFunc(a, b, func(x, y node) bool {
-		return x.rel == y.rel && x.mode == y.mode && x.target == y.target && bytes.Equal(x.data, y.data)
-	})
+// unchanged reports whether the tree cur, walked without reading
+// contents, is still the recorded one: the same names, types, modes and
+// link targets, and each file either with its recorded stamp (when that
+// recording was not racy) or with the same content, read again beneath
+// root.
+func unchanged(root string, rec, cur []node) bool {
+	if len(rec) != len(cur) {
+		return false
+	}
+	var r *os.Root
+	defer func() {
+		if r != nil {
+			_ = r.Close()
+		}
+	}()
+	for i, x := range rec {
+		y := cur[i]
+		if x.rel != y.rel || x.mode != y.mode || x.target != y.target {
+			return false
+		}
+		if !x.mode.IsRegular() || (!x.racy && x.stamp == y.stamp) {
+			continue
+		}
+		if r == nil {
+			var err error
+			if r, err = os.OpenRoot(root); err != nil {
+				return false
+			}
+		}
+		data, err := r.ReadFile(x.rel)
+		if err != nil || !bytes.Equal(data, x.data) {
+			return false
+		}
+	}
+	return true
 }
 
 // Check puts every guarded path back as it was recorded and removes every
@@ -171,18 +270,19 @@ func (t *Tripwire) Check() []string {
 	var changed []string
 	stamp := strconv.FormatInt(time.Now().UnixNano(), 10)
 	for _, g := range t.guarded {
-		cur, err := walkNodes(g.root, g.rel)
-		if err == nil && same(cur, g.nodes) {
+		cur, err := walkNodes(g.root, g.rel, nil, false)
+		if err == nil && unchanged(g.root, g.nodes, cur) {
 			continue
 		}
 		changed = append(changed, filepath.Join(g.root, filepath.FromSlash(g.rel)))
+		cur, _ = walkNodes(g.root, g.rel, nil, true)
 		t.keep(stamp, g.root, cur)
 		_ = restore(g.root, g.rel, g.nodes)
 	}
 	for _, a := range t.absent {
 		for _, rel := range appeared(a.root, a.pattern) {
 			changed = append(changed, filepath.Join(a.root, filepath.FromSlash(rel)))
-			cur, _ := walkNodes(a.root, rel)
+			cur, _ := walkNodes(a.root, rel, nil, true)
 			t.keep(stamp, a.root, cur)
 			if r, err := os.OpenRoot(a.root); err == nil {
 				_ = r.RemoveAll(rel)
