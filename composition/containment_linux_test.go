@@ -324,6 +324,42 @@ func TestContainedNetworkInTheEditorsTerminal(t *testing.T) {
 	assert.Contains(t, lastResult(t, store, sid).text(), sandbox.NetMarker(sandbox.WorkspaceWrite))
 }
 
+// A command run in the editor's terminal is held to the protected paths
+// too, on each backend: the tripwire runs when the editor reports the
+// exit, and the result says what was put back.
+func TestContainedProtectedInTheEditorsTerminal(t *testing.T) {
+	for name, b := range containBackends(t) {
+		t.Run(name, func(t *testing.T) {
+			prov := sandbox.NewProvider(b)
+			if _, _, err := prov.Select(context.Background(), sandbox.ReadOnly); err != nil {
+				t.Skipf("SANDBOX NOT TESTED: %s unusable: %v", name, err)
+			}
+			project, err := os.MkdirTemp("/var/tmp", "dsh-term-")
+			require.NoError(t, err)
+			t.Cleanup(func() { _ = os.RemoveAll(project) })
+			if out, err := exec.Command("git", "init", "-q", project).CombinedOutput(); err != nil {
+				t.Skipf("git init: %v %s", err, out)
+			}
+			store := t.TempDir()
+			p := newProvider()
+			terms := &acpclient.Terminals{}
+			s := serveClient(t, "default", openStore(t, store), project, p, acpclient.Options{Terminals: terms}, func(o *composition.ServerOptions) {
+				o.Confiner = prov
+			})
+			sid := s.newSession(t, project).SessionID
+			hook := filepath.Join(project, ".git", "hooks", "pre-commit")
+			args, _ := json.Marshal(map[string]string{"command": "echo 'export X=1' > .envrc; echo evil > " + hook + " 2>/dev/null; true", "description": "plant"})
+			p.script("plant", toolCall{Name: "bash", Args: string(args)})
+			s.prompt(t, sid, "plant")
+			awaitReleased(t, terms)
+			require.NotEmpty(t, terms.Created(), "the command ran in the editor's terminal")
+			assert.False(t, exists(filepath.Join(project, ".envrc")), "the terminal's command kept .envrc")
+			assert.False(t, exists(hook), "the terminal's command kept a git hook")
+			assert.Contains(t, lastResult(t, store, sid).text(), "were put back")
+		})
+	}
+}
+
 // A protected file that does not exist yet cannot be kept by a confined
 // command: not when its directory exists (.vscode without settings.json),
 // nor a missing .git/hooks, nor one missing from the root itself (.envrc,

@@ -217,6 +217,9 @@ func (p *Provider) Confine(ctx context.Context, argv []string, policy Policy) (C
 	missing := absentPaths(policy.Protected)
 	policy.Hidden, policy.Protected = existing(policy.Hidden), existing(policy.Protected)
 	c := Confined{Argv: b.Wrap(policy, argv), Mode: policy.Mode, Enforcement: enf, Backend: b, NoNetwork: policy.NoNetwork}
+	if pr, ok := b.(Preparer); ok {
+		c.Setup = pr.Prepare(policy)
+	}
 	if m, ok := b.(interface{ mountsReadOnly() bool }); ok && m.mountsReadOnly() {
 		c.roDenials = len(policy.Hidden)+len(policy.Protected) > 0
 	}
@@ -237,9 +240,11 @@ func (p *Provider) Confine(ctx context.Context, argv []string, policy Policy) (C
 			}
 		}
 		c.Tripwire = newTripwire(&p.recorded, roots, guard, missing, policy.Quarantine)
-	}
-	if pr, ok := b.(Preparer); ok {
-		c.Setup = pr.Prepare(policy)
+		if !gapExisting && c.Setup != nil && len(policy.Protected) > 0 {
+			// Without its setup the helper supervises as a subreaper.
+			protected, quarantine := policy.Protected, policy.Quarantine
+			c.bare = func() *Tripwire { return newTripwire(&p.recorded, roots, protected, missing, quarantine) }
+		}
 	}
 	return c, nil
 }

@@ -195,6 +195,9 @@ type Confined struct {
 	// helper in namespaces): `read-only file system` then reads as a
 	// denial too.
 	roDenials bool
+	// bare, when set, records the tripwire of a spawn without Setup (see
+	// WithoutSetup).
+	bare func() *Tripwire
 	// Tripwire, when not nil, guards the protected paths the backend does
 	// not enforce; the caller runs its Check once the command has ended
 	// (and may while it runs), and reports what it put back as a denial.
@@ -206,6 +209,22 @@ type Confined struct {
 // [Confined.Setup]. A nil func means nothing to prepare.
 type Preparer interface {
 	Prepare(policy Policy) func(cmd *exec.Cmd)
+}
+
+// WithoutSetup returns c for a spawn that does not apply Setup (an
+// editor's terminal, a start retried without it): the Landlock helper then
+// runs as a subreaper, without the mounts that keep protected paths
+// read-only, so the tripwire, recorded now, guards every one of them.
+// Call it before the spawn.
+func (c Confined) WithoutSetup() Confined {
+	if c.Setup == nil {
+		return c
+	}
+	c.Setup, c.roDenials = nil, false
+	if c.bare != nil {
+		c.Tripwire, c.bare = c.bare(), nil
+	}
+	return c
 }
 
 // Classify classifies a finished run of c.Argv; an unconfined run is never

@@ -35,6 +35,9 @@ type spec struct {
 	env       []string
 	spillDir  string
 	killGrace time.Duration
+	// withoutSetup, when set, is called before a start is retried without
+	// setup (sandbox.Confined.WithoutSetup).
+	withoutSetup func()
 	// setup prepares the command for its sandbox (sandbox.Confined.Setup);
 	// nil for none.
 	setup func(*exec.Cmd)
@@ -90,6 +93,9 @@ func start(ctx context.Context, sp spec) (*process, error) {
 	cmd, sys, err := startCmd(sp, sp.setup, wOut, wErr)
 	var exErr executorError
 	if err != nil && sp.setup != nil && !errors.As(err, &exErr) {
+		if sp.withoutSetup != nil {
+			sp.withoutSetup()
+		}
 		cmd, sys, err = startCmd(sp, nil, wOut, wErr)
 	}
 	_ = wOut.Close()

@@ -176,7 +176,9 @@ func (sb *Sandboxing) prepare(ctx context.Context, call *capabilities.Call, sp *
 	}
 	sp.command = sandbox.ExecLine(c.Argv)
 	sp.setup, sp.confined = c.Setup, true
-	return &confinement{mode: mode, confined: c}, nil
+	conf := &confinement{mode: mode, confined: c}
+	sp.withoutSetup = func() { conf.confined = conf.confined.WithoutSetup() }
+	return conf, nil
 }
 
 // unavailable maps a sandbox error to the coded tool error.

@@ -155,6 +155,10 @@ func (t *Tool) runInTerminal(ctx context.Context, call *capabilities.Call, h *ca
 	if ctx.Err() != nil {
 		return "", errAborted
 	}
+	if conf != nil {
+		// The editor spawns it: no namespace setup can go with it.
+		conf.confined = conf.confined.WithoutSetup()
+	}
 	cmd, err := terminalCommand(sp, conf)
 	if err != nil {
 		return "", fmt.Errorf("failed to start bash: %w", err)
