@@ -62,6 +62,7 @@ type contained struct {
 	Containment
 	home   string
 	agents []string // the agent's config and state directories
+	state  string   // the agent's state directory
 }
 
 func (c Composition) contained(getenv func(string) string) *contained {
@@ -72,7 +73,7 @@ func (c Composition) contained(getenv func(string) string) *contained {
 	if filepath.Base(filepath.Dir(cfg)) == "dsh-acp" {
 		cfg = filepath.Dir(cfg)
 	}
-	return &contained{Containment: *c.Containment, home: getenv("HOME"), agents: []string{cfg, stateDir(getenv)}}
+	return &contained{Containment: *c.Containment, home: getenv("HOME"), agents: []string{cfg, stateDir(getenv)}, state: stateDir(getenv)}
 }
 
 // secrets lists the absolute paths hidden from a session's commands: the
@@ -127,9 +128,10 @@ func (k *contained) expand(p string) string {
 // protected lists the protected paths beneath each root that exist. A
 // pattern that matches nothing protects its nearest existing directory
 // beneath the root instead (a missing .vscode/settings.json protects
-// .vscode, where a command could otherwise create it); a missing entry of
-// the root itself (.envrc, .zed) cannot be protected by a mount without
-// leaving one behind (docs/security.md). A repository's missing
+// .vscode, where a command could otherwise create it); one missing up to
+// the root itself (.envrc, .zed) is passed as the pattern, which the
+// sandbox's tripwire guards (no mount can cover it without leaving its
+// mount point behind: docs/security.md). A repository's missing
 // .git/hooks is created first (as git init does), so that it is
 // protected too.
 func (k *contained) protected(roots []string) []string {
@@ -141,7 +143,11 @@ func (k *contained) protected(roots []string) []string {
 		for _, p := range k.patterns() {
 			ms, _ := filepath.Glob(filepath.Join(r, p.pattern))
 			if len(ms) == 0 {
-				for d := filepath.Dir(filepath.Join(r, p.pattern)); within(d, r) && d != r; d = filepath.Dir(d) {
+				// Missing up to the root itself: the pattern goes to the
+				// sandbox as is, whose tripwire removes what a command
+				// creates there.
+				ms = []string{filepath.Join(r, p.pattern)}
+				for d := filepath.Dir(ms[0]); within(d, r) && d != r; d = filepath.Dir(d) {
 					if fi, err := os.Stat(d); err == nil && fi.IsDir() {
 						ms = []string{d}
 						break
@@ -232,7 +238,8 @@ func sessionRoots(call *capabilities.Call) []string {
 // bashContainment implements bash.Sandboxing.Contain.
 func (k *contained) bashContainment(call *capabilities.Call) bash.Containment {
 	roots := sessionRoots(call)
-	return bash.Containment{NoNetwork: sessionNetwork(call) != agent.NetworkOn, Hidden: k.secrets(roots), Protected: k.protected(roots)}
+	return bash.Containment{NoNetwork: sessionNetwork(call) != agent.NetworkOn, Hidden: k.secrets(roots), Protected: k.protected(roots),
+		Quarantine: filepath.Join(k.state, "quarantine")}
 }
 
 // sessionNetwork is the calling session's Network option.

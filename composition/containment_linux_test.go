@@ -267,13 +267,33 @@ func TestContainedProtectedFiles(t *testing.T) {
 			require.NotEmpty(t, asked)
 			assert.Contains(t, asked[len(asked)-1].texts(), "runs code later")
 
-			if name != "landlock-subreaper" { // docs/security.md: not enforceable there
-				l.call(t, sid, "plant", "bash", map[string]any{"command": "printf '#!/bin/sh\\ntouch PWNED\\n' > " + hook +
-					"; chmod +x " + hook + "; git config core.fsmonitor 'touch PWNED'", "description": "plant"})
-				assert.False(t, exists(hook), "bash wrote a git hook")
-				after, _ := os.ReadFile(cfg)
-				assert.Equal(t, string(before), string(after), "bash changed .git/config")
+			// bwrap and the Landlock helper in namespaces refuse the write;
+			// the subreaper's tripwire puts it back and says so.
+			r = l.call(t, sid, "plant", "bash", map[string]any{"command": "printf '#!/bin/sh\\ntouch PWNED\\n' > " + hook +
+				"; chmod +x " + hook + "; git config core.fsmonitor 'touch PWNED'", "description": "plant"})
+			assert.False(t, exists(hook), "bash wrote a git hook")
+			after, _ := os.ReadFile(cfg)
+			assert.Equal(t, string(before), string(after), "bash changed .git/config")
+			assert.Contains(t, r.text(), sandbox.Marker(sandbox.WorkspaceWrite), "the result says the sandbox denied it")
+
+			// A background task is put back while it still runs, and its
+			// output says so.
+			r = l.call(t, sid, "plant-bg", "bash", map[string]any{"command": "printf '#!/bin/sh\\ntouch PWNED\\n' > " + hook +
+				" 2>/dev/null; echo '[core] fsmonitor = touch PWNED' >> " + cfg + " 2>/dev/null; touch planted; sleep 30", "description": "plant", "run_in_background": true})
+			assert.False(t, r.IsError, r.text())
+			planted := filepath.Join(l.ws, "planted")
+			deadline := time.Now().Add(8 * time.Second)
+			for time.Now().Before(deadline) && (!exists(planted) || exists(hook) || !sameFile(cfg, before)) {
+				time.Sleep(50 * time.Millisecond)
 			}
+			require.True(t, exists(planted), "the background task did not run")
+			assert.False(t, exists(hook), "a background task kept a git hook")
+			assert.True(t, sameFile(cfg, before), "a background task kept its .git/config")
+			if name == "landlock-subreaper" {
+				out := l.call(t, sid, "bg-out", "task_output", map[string]any{"task_id": "bash-1"}).text()
+				assert.Contains(t, out, "were put back", out)
+			}
+			l.call(t, sid, "bg-stop", "task_kill", map[string]any{"task_id": "bash-1"})
 			r = l.call(t, sid, "commit", "bash", map[string]any{"command": "git add main.go && git -c user.name=t -c user.email=t@t commit -qm one && git log --oneline | wc -l",
 				"description": "commit"})
 			assert.False(t, r.IsError)
@@ -304,20 +324,109 @@ func TestContainedNetworkInTheEditorsTerminal(t *testing.T) {
 	assert.Contains(t, lastResult(t, store, sid).text(), sandbox.NetMarker(sandbox.WorkspaceWrite))
 }
 
-// A protected file that does not exist yet cannot be created by a confined
-// command when its directory exists (.vscode without settings.json), nor
-// can a missing .git/hooks.
+// A command run in the editor's terminal is held to the protected paths
+// too, on each backend: the tripwire runs when the editor reports the
+// exit, and the result says what was put back.
+func TestContainedProtectedInTheEditorsTerminal(t *testing.T) {
+	for name, b := range containBackends(t) {
+		t.Run(name, func(t *testing.T) {
+			prov := sandbox.NewProvider(b)
+			if _, _, err := prov.Select(context.Background(), sandbox.ReadOnly); err != nil {
+				t.Skipf("SANDBOX NOT TESTED: %s unusable: %v", name, err)
+			}
+			project, err := os.MkdirTemp("/var/tmp", "dsh-term-")
+			require.NoError(t, err)
+			t.Cleanup(func() { _ = os.RemoveAll(project) })
+			if out, err := exec.Command("git", "init", "-q", project).CombinedOutput(); err != nil {
+				t.Skipf("git init: %v %s", err, out)
+			}
+			store := t.TempDir()
+			p := newProvider()
+			terms := &acpclient.Terminals{}
+			s := serveClient(t, "default", openStore(t, store), project, p, acpclient.Options{Terminals: terms}, func(o *composition.ServerOptions) {
+				o.Confiner = prov
+			})
+			sid := s.newSession(t, project).SessionID
+			hook := filepath.Join(project, ".git", "hooks", "pre-commit")
+			args, _ := json.Marshal(map[string]string{"command": "echo 'export X=1' > .envrc; echo evil > " + hook + " 2>/dev/null; true", "description": "plant"})
+			p.script("plant", toolCall{Name: "bash", Args: string(args)})
+			s.prompt(t, sid, "plant")
+			awaitReleased(t, terms)
+			require.NotEmpty(t, terms.Created(), "the command ran in the editor's terminal")
+			assert.False(t, exists(filepath.Join(project, ".envrc")), "the terminal's command kept .envrc")
+			assert.False(t, exists(hook), "the terminal's command kept a git hook")
+			assert.Contains(t, lastResult(t, store, sid).text(), "were put back")
+		})
+	}
+}
+
+// A protected file that does not exist yet cannot be kept by a confined
+// command: not when its directory exists (.vscode without settings.json),
+// nor a missing .git/hooks, nor one missing from the root itself (.envrc,
+// .zed, .codex, .claude/settings*.json); none leaves anything in the
+// workspace before the command runs, and what the command made beside
+// them stays.
 func TestContainedMissingProtectedFiles(t *testing.T) {
-	l := newContainLab(t, &sandbox.Bwrap{}, false)
-	require.NoError(t, os.Mkdir(filepath.Join(l.ws, ".vscode"), 0o755))
-	require.NoError(t, os.RemoveAll(filepath.Join(l.ws, ".git", "hooks")))
+	for name, b := range containBackends(t) {
+		t.Run(name, func(t *testing.T) {
+			l := newContainLab(t, b, false)
+			require.NoError(t, os.Mkdir(filepath.Join(l.ws, ".vscode"), 0o755))
+			require.NoError(t, os.RemoveAll(filepath.Join(l.ws, ".git", "hooks")))
+			sid := l.srv.newSession(t, l.ws).SessionID
+			settings := filepath.Join(l.ws, ".vscode", "settings.json")
+			hook := filepath.Join(l.ws, ".git", "hooks", "pre-commit")
+			r := l.call(t, sid, "plant", "bash", map[string]any{"command": "ls -a; echo '{}' > " + settings + "; mkdir -p .git/hooks; echo x > " + hook +
+				"; echo 'export X=1' > .envrc; mkdir -p .zed .codex .claude/commands; echo '{}' > .zed/settings.json; echo '{}' > .claude/settings.json; " +
+				"echo x > .codex/config.toml; echo ok > .claude/commands/ok.md", "description": "plant"})
+			for _, rel := range []string{".envrc", ".zed", ".codex", ".claude"} {
+				assert.NotContains(t, strings.Fields(r.text()), rel, "%s was in the workspace before the command ran", rel)
+			}
+			assert.False(t, exists(settings), "bash created .vscode/settings.json")
+			assert.False(t, exists(hook), "bash created a git hook")
+			for _, rel := range []string{".envrc", ".zed", ".codex", ".claude/settings.json"} {
+				assert.False(t, exists(filepath.Join(l.ws, rel)), "bash kept %s", rel)
+			}
+			assert.True(t, exists(filepath.Join(l.ws, ".claude", "commands", "ok.md")), "what was made beside them stays")
+			assert.Contains(t, r.text(), "were put back", r.text())
+		})
+	}
+}
+
+// Files that run code later stay protected whatever path the command
+// takes to bash: run_code, a subagent, a workflow child (on the Landlock
+// subreaper, where only the tripwire guards them).
+func TestContainedProtectedEveryPath(t *testing.T) {
+	l := newContainLab(t, containBackends(t)["landlock-subreaper"], false)
 	sid := l.srv.newSession(t, l.ws).SessionID
-	settings := filepath.Join(l.ws, ".vscode", "settings.json")
-	hook := filepath.Join(l.ws, ".git", "hooks", "pre-commit")
-	l.call(t, sid, "plant", "bash", map[string]any{"command": "echo '{}' > " + settings + "; mkdir -p .git/hooks; echo x > " + hook,
-		"description": "plant"})
-	assert.False(t, exists(settings), "bash created .vscode/settings.json")
-	assert.False(t, exists(hook), "bash created a git hook")
+	l.srv.setConfig(t, sid, "tool-mode", "both")
+	hook := filepath.Join(l.ws, ".git", "hooks", "post-checkout")
+	plant := "printf '#!/bin/sh\\ntouch PWNED\\n' > " + hook + "; echo 'export X=1' > .envrc"
+	code := strings.NewReplacer(`\u003c`, "<", `\u003e`, ">", `\u0026`, "&").Replace(jsonString(plant))
+	l.call(t, sid, "code", "run_code", map[string]any{"code": "return await tools.bash({command: " + code + ", description: 'plant'})"})
+	assert.False(t, exists(hook), "run_code")
+	assert.False(t, exists(filepath.Join(l.ws, ".envrc")), "run_code")
+
+	bashArgs, _ := json.Marshal(map[string]any{"command": plant, "description": "plant"})
+	l.p.script("child: plant it", toolCall{Name: "bash", Args: string(bashArgs)})
+	l.call(t, sid, "delegate", "subagent", map[string]any{"description": "plant", "prompt": "child: plant it"})
+	assert.False(t, exists(hook), "subagent")
+	l.call(t, sid, "flow", "workflow", map[string]any{"script": "return await agent('child: plant it', {label: 'plant'})",
+		"meta": map[string]any{"name": "plant", "description": "plant"}})
+	assert.False(t, exists(hook), "workflow child")
+	assert.False(t, exists(filepath.Join(l.ws, ".envrc")), "workflow child")
+	children := 0
+	for _, req := range l.p.requests() {
+		if prompt, after := position(req); prompt == "child: plant it" && after && strings.Contains(blocksText(req.Messages), "were put back") {
+			children++
+		}
+	}
+	assert.Equal(t, 2, children, "the subagent's and the workflow child's bash results say what was put back")
+}
+
+// sameFile reports whether the file at p holds want.
+func sameFile(p string, want []byte) bool {
+	got, err := os.ReadFile(p)
+	return err == nil && string(got) == string(want)
 }
 
 // The network stays off whatever path the command takes: run_code, a

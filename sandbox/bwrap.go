@@ -163,3 +163,7 @@ func beneath(p, dir string) bool {
 func (*Bwrap) Classify(exitCode int, stderr string) Verdict {
 	return classify(exitCode, stderr, []string{"bwrap: "}, []string{"read-only file system"})
 }
+
+// protectionGaps implements protectionGaps: bwrap mounts existing
+// protected paths read-only; a missing one is left to the tripwire.
+func (*Bwrap) protectionGaps() (existing, missing bool) { return false, true }

@@ -29,8 +29,10 @@ const listRights = landlock.AccessFSSet(llsys.AccessFSExecute | llsys.AccessFSRe
 // granted only listRights, and each of its entries is granted in turn
 // (recursively where a hidden path lies deeper), except the hidden ones
 // and symlinks that lead into one. Entries created after the restriction
-// in such a directory are not readable (docs/security.md).
-func grantRules(rules []landlock.Rule, p string, rw bool, hidden []string, abi int) []landlock.Rule {
+// in such a directory are not readable (docs/security.md). Each directory
+// so listed is stamped into listed, when not nil, as it was before it was
+// read (a cached ruleset is valid while every stamp still holds).
+func grantRules(rules []landlock.Rule, p string, rw bool, hidden []string, abi int, listed *[]dirStamp) []landlock.Rule {
 	if slices.ContainsFunc(hidden, func(h string) bool { return beneath(p, h) }) {
 		return rules // p is hidden, or lies beneath a hidden path
 	}
@@ -48,6 +50,9 @@ func grantRules(rules []landlock.Rule, p string, rw bool, hidden []string, abi i
 		return append(rules, dirRule(p, rw, abi))
 	}
 	rules = append(rules, landlock.PathAccess(listRights, p))
+	if listed != nil {
+		*listed = append(*listed, stampOf(p, st))
+	}
 	ents, err := os.ReadDir(p)
 	if err != nil {
 		return rules
@@ -60,7 +65,7 @@ func grantRules(rules []landlock.Rule, p string, rw bool, hidden []string, abi i
 				continue // dangling, or a way into a hidden tree
 			}
 		}
-		rules = grantRules(rules, c, rw, hidden, abi)
+		rules = grantRules(rules, c, rw, hidden, abi, listed)
 	}
 	return rules
 }

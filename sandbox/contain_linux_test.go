@@ -146,7 +146,10 @@ func TestHidden(t *testing.T) {
 }
 
 // TestProtected: under workspace-write, .git/hooks and .git/config cannot
-// be written while a git commit in the workspace succeeds.
+// be written (bwrap and the Landlock helper in namespaces refuse the
+// write; as a subreaper the tripwire puts them back when the command
+// ends, and says so) while a git commit in the workspace succeeds and
+// trips nothing.
 func TestProtected(t *testing.T) {
 	if _, err := exec.LookPath("git"); err != nil {
 		t.Skip("git is not installed")
@@ -154,31 +157,155 @@ func TestProtected(t *testing.T) {
 	for _, bc := range realBackends {
 		t.Run(bc.name, func(t *testing.T) {
 			b := bc.new(t)
-			if bc.name == "landlock-subreaper" {
-				t.Skip("the Landlock helper outside namespaces cannot keep a path read-only beneath a writable root (docs/security.md)")
-			}
 			f := newContainFixture(t)
 			if out, err := exec.Command("git", "init", "-q", f.ws).CombinedOutput(); err != nil {
 				t.Fatalf("git init: %v %s", err, out)
 			}
 			p := f.policy(WorkspaceWrite, f.ws)
+			p.Quarantine = filepath.Join(testBase(t), "quarantine")
 			hook := filepath.Join(f.ws, ".git", "hooks", "pre-commit")
 			cfg := filepath.Join(f.ws, ".git", "config")
 			before, _ := os.ReadFile(cfg)
-			r := run(t, confinePolicy(t, b, p, "printf '#!/bin/sh\\ntouch PWNED\\n' > "+hook+"; git config core.fsmonitor 'touch PWNED'; echo '[alias] x = !touch PWNED' >> "+cfg), f.ws)
+			c := confineFull(t, b, p, "printf '#!/bin/sh\\ntouch PWNED\\n' > "+hook+"; chmod +x "+hook+"; git config core.fsmonitor 'touch PWNED'; echo '[alias] x = !touch PWNED' >> "+cfg)
+			r := run(t, spawn{argv: c.Argv, setup: c.Setup}, f.ws)
+			tripped := c.Tripwire.Check()
 			if exists(hook) {
 				t.Fatalf("the hook was written (stderr %q)", r.stderr)
 			}
 			if after, _ := os.ReadFile(cfg); string(after) != string(before) {
 				t.Fatalf(".git/config changed: %q", after)
 			}
-			r = run(t, confinePolicy(t, b, p, "git add main.go && git -c user.name=t -c user.email=t@t commit -qm one && git log --oneline | wc -l"), f.ws)
+			if bc.namespaces(b) != (len(tripped) == 0) {
+				t.Fatalf("tripwire reported %q (namespaces %v)", tripped, bc.namespaces(b))
+			}
+			if len(tripped) > 0 {
+				// What was put back is kept.
+				kept := false
+				_ = filepath.WalkDir(p.Quarantine, func(path string, d os.DirEntry, err error) error {
+					if d != nil && d.Name() == "pre-commit" {
+						data, _ := os.ReadFile(path)
+						kept = strings.Contains(string(data), "PWNED")
+					}
+					return nil
+				})
+				if !kept {
+					t.Fatal("the planted hook is not in the quarantine")
+				}
+			}
+			c = confineFull(t, b, p, "git add main.go && git -c user.name=t -c user.email=t@t commit -qm one && git log --oneline | wc -l")
+			r = run(t, spawn{argv: c.Argv, setup: c.Setup}, f.ws)
 			expectOK(t, b, r)
 			if strings.TrimSpace(r.stdout) != "1" {
 				t.Fatalf("git commit: stdout %q stderr %q", r.stdout, r.stderr)
 			}
+			if tripped := c.Tripwire.Check(); len(tripped) != 0 {
+				t.Fatalf("a commit tripped the tripwire: %q", tripped)
+			}
 		})
 	}
+}
+
+// A protected path missing from the workspace root (.envrc, .zed, .codex,
+// .claude/settings*.json) leaves nothing on the host before a command
+// runs, and if a command creates it, it is gone once the check ran (and
+// reported), on every backend; what the command created beside it stays.
+func TestMissingProtected(t *testing.T) {
+	for _, bc := range realBackends {
+		t.Run(bc.name, func(t *testing.T) {
+			b := bc.new(t)
+			f := newContainFixture(t)
+			p := Policy{Mode: WorkspaceWrite, WorkspaceRoot: f.ws}
+			for _, rel := range []string{".envrc", ".zed", ".codex", ".claude/settings*.json"} {
+				p.Protected = append(p.Protected, filepath.Join(f.ws, rel))
+			}
+			c := confineFull(t, b, p, "echo 'export X=1' > .envrc; mkdir -p .zed .codex .claude/commands; echo '{}' > .zed/settings.json; "+
+				"echo 'x' > .codex/config.toml; echo '{}' > .claude/settings.local.json; echo hi > .claude/commands/ok.md; echo ok > kept.txt")
+			for _, rel := range []string{".envrc", ".zed", ".codex", ".claude"} {
+				if exists(filepath.Join(f.ws, rel)) {
+					t.Fatalf("%s exists before the command ran", rel)
+				}
+			}
+			r := run(t, spawn{argv: c.Argv, setup: c.Setup}, f.ws)
+			expectOK(t, b, r)
+			tripped := c.Tripwire.Check()
+			for _, rel := range []string{".envrc", ".zed", ".codex", ".claude/settings.local.json"} {
+				if exists(filepath.Join(f.ws, rel)) {
+					t.Fatalf("%s is still there after the check (tripped %q)", rel, tripped)
+				}
+			}
+			if len(tripped) != 4 {
+				t.Fatalf("tripped %q, want the 4 paths", tripped)
+			}
+			for _, rel := range []string{"kept.txt", ".claude/commands/ok.md"} {
+				if !exists(filepath.Join(f.ws, rel)) {
+					t.Fatalf("%s was removed", rel)
+				}
+			}
+			// A link that appears where the pattern's directory was missing
+			// is removed as well, and what it points to is left alone.
+			outside := filepath.Join(testBase(t), "claude")
+			if err := os.MkdirAll(outside, 0o755); err != nil {
+				t.Fatal(err)
+			}
+			if err := os.WriteFile(filepath.Join(outside, "settings.json"), []byte("{}"), 0o644); err != nil {
+				t.Fatal(err)
+			}
+			if err := os.RemoveAll(filepath.Join(f.ws, ".claude")); err != nil {
+				t.Fatal(err)
+			}
+			c = confineFull(t, b, p, "ln -s "+outside+" .claude")
+			expectOK(t, b, run(t, spawn{argv: c.Argv, setup: c.Setup}, f.ws))
+			if tripped := c.Tripwire.Check(); len(tripped) != 1 || exists(filepath.Join(f.ws, ".claude")) || !exists(filepath.Join(outside, "settings.json")) {
+				t.Fatalf("tripped %q", tripped)
+			}
+		})
+	}
+}
+
+// The subreaper's tripwire cannot be turned against the host: a command
+// that replaced .git/hooks by a link to a directory outside the
+// workspace gets the hooks back, and nothing outside is written or
+// removed.
+func TestTripwireFollowsNoLinkOut(t *testing.T) {
+	b := &Landlock{Launcher: testLauncher(t), NoNamespaces: true}
+	requireBackend(t, b)
+	f := newContainFixture(t)
+	outside := filepath.Join(testBase(t), "victim")
+	if err := os.MkdirAll(outside, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(outside, "precious"), []byte("mine"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	hooks := filepath.Join(f.ws, ".git", "hooks")
+	if err := os.WriteFile(filepath.Join(hooks, "pre-commit.sample"), []byte("sample"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	c := confineFull(t, b, f.policy(WorkspaceWrite, f.ws), "mv "+hooks+" "+hooks+".old && ln -s "+outside+" "+hooks)
+	expectOK(t, b, run(t, spawn{argv: c.Argv, setup: c.Setup}, f.ws))
+	if tripped := c.Tripwire.Check(); len(tripped) != 1 {
+		t.Fatalf("tripped %q", tripped)
+	}
+	if got, _ := os.ReadFile(filepath.Join(outside, "precious")); string(got) != "mine" || exists(filepath.Join(outside, "pre-commit.sample")) {
+		t.Fatalf("the check wrote outside: precious %q", got)
+	}
+	if fi, err := os.Lstat(hooks); err != nil || !fi.IsDir() {
+		t.Fatalf(".git/hooks not restored: %v %v", fi, err)
+	}
+	if got, _ := os.ReadFile(filepath.Join(hooks, "pre-commit.sample")); string(got) != "sample" {
+		t.Fatalf("sample hook %q", got)
+	}
+}
+
+// confineFull is confinePolicy returning the whole Confined.
+func confineFull(t *testing.T, b Backend, policy Policy, script string) Confined {
+	t.Helper()
+	requireBackend(t, b)
+	c, err := providerFor(b).Confine(context.Background(), []string{"bash", "-c", script}, policy)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return c
 }
 
 // TestNoNetworkUDP: where the command gets its own network namespace

@@ -59,6 +59,13 @@ func RunLandlockHelper(args []string) int {
 	}
 	isInit := os.Getenv(initEnv) == "1" && os.Getpid() == 1
 	_ = os.Unsetenv(initEnv)
+	inherited, err := inheritedRuleset()
+	if err != nil {
+		return helperFail(err)
+	}
+	if inherited != nil {
+		defer inherited.close()
+	}
 	switch {
 	case h.probeNS && !isInit:
 		return helperFail(errors.New("--probe-ns must run as the init of fresh namespaces"))
@@ -91,7 +98,12 @@ func RunLandlockHelper(args []string) int {
 	if err != nil {
 		return helperFail(err)
 	}
-	if _, err := restrict(h.ro, h.rw, hide, h.noNet); err != nil {
+	if inherited != nil && !isInit {
+		err = restrictTo(inherited)
+	} else {
+		_, err = restrict(h.ro, h.rw, hide, h.noNet)
+	}
+	if err != nil {
 		return helperFail(err)
 	}
 	if err := dropCapabilities(); err != nil {
@@ -206,12 +218,20 @@ func prepareSupervised(h *helperArgs, parent int) error {
 	if h.tmp == "" {
 		return nil
 	}
-	for i, p := range h.rw {
-		if filepath.Clean(p) == "/tmp" {
-			h.rw[i] = h.tmp
+	h.rw = supervisedRW(h.rw, h.tmp)
+	return os.Setenv("TMPDIR", h.tmp)
+}
+
+// supervisedRW is the writable set of a helper outside namespaces: the
+// session's temp dir tmp, when set, replaces /tmp.
+func supervisedRW(rw []string, tmp string) []string {
+	out := slices.Clone(rw)
+	for i, p := range out {
+		if tmp != "" && filepath.Clean(p) == "/tmp" {
+			out[i] = tmp
 		}
 	}
-	return os.Setenv("TMPDIR", h.tmp)
+	return out
 }
 
 // rwDirRights are the rights `--rw DIR` grants: every file right of ABI V3
@@ -227,43 +247,76 @@ const rwDirRights = landlock.AccessFSSet(llsys.AccessFSExecute | llsys.AccessFSW
 // [grantRules]); with noNet, no TCP connect or bind (ABI 4+) and no UDP
 // (ABI 10+).
 func restrict(ro, rw, hidden []string, noNet bool) (Enforcement, error) {
+	for attempt := 1; ; attempt++ {
+		abi, rules, err := landlockRules(ro, rw, hidden, nil)
+		if err != nil {
+			return "", err
+		}
+		err = landlockConfig(noNet).BestEffort().Restrict(rules...)
+		if vanished(err) && attempt < ruleAttempts {
+			continue // an enumerated entry went away meanwhile
+		}
+		if err != nil {
+			return "", fmt.Errorf("restrict: %w", err)
+		}
+		return enforcementAt(abi), nil
+	}
+}
+
+// ruleAttempts is how often a ruleset is enumerated again when an entry
+// it listed vanished before its rule was added (a busy /tmp).
+const ruleAttempts = 5
+
+// vanished reports whether err is a rule's path gone missing.
+func vanished(err error) bool { return errors.Is(err, os.ErrNotExist) }
+
+// enforcementAt is the enforcement level of the Landlock ABI abi.
+func enforcementAt(abi int) Enforcement {
+	if abi >= fullABI {
+		return EnforcementFull
+	}
+	return EnforcementPartial
+}
+
+// landlockRules returns the kernel's Landlock ABI and the rules that grant
+// read beneath ro and write beneath rw except beneath hidden, stamping
+// into listed the directories enumerated on the way (see [grantRules]).
+func landlockRules(ro, rw, hidden []string, listed *[]dirStamp) (int, []landlock.Rule, error) {
 	abi, err := llsys.LandlockGetABIVersion()
 	if err != nil {
-		return "", fmt.Errorf("landlock is not supported by this kernel: %w", err)
+		return 0, nil, fmt.Errorf("landlock is not supported by this kernel: %w", err)
 	}
 	if abi < 1 {
-		return "", fmt.Errorf("landlock is not supported by this kernel (ABI %d)", abi)
+		return 0, nil, fmt.Errorf("landlock is not supported by this kernel (ABI %d)", abi)
 	}
 	var rules []landlock.Rule
 	for _, p := range ro {
 		if _, err := os.Stat(p); err != nil {
-			return "", fmt.Errorf("--ro: %w", err)
+			return 0, nil, fmt.Errorf("--ro: %w", err)
 		}
-		rules = grantRules(rules, p, false, hidden, abi)
+		rules = grantRules(rules, p, false, hidden, abi, listed)
 	}
 	for _, p := range rw {
 		if _, err := os.Stat(p); err != nil {
-			return "", fmt.Errorf("--rw: %w", err)
+			return 0, nil, fmt.Errorf("--rw: %w", err)
 		}
-		rules = grantRules(rules, p, true, hidden, abi)
+		rules = grantRules(rules, p, true, hidden, abi, listed)
 	}
-	// V3 handles exactly the file rights (read, write, refer, truncate);
-	// ioctl on devices and unix-socket connects (V5+, V9+) are not file
-	// effects and stay unrestricted. Landlock also denies ptrace-class
-	// access (/proc/<pid>/environ, mem, root) to every process outside
-	// the new domain, the agent included. Without network, every network
-	// right the kernel handles is denied (no rule grants one).
-	cfg := landlock.V3
+	return abi, rules, nil
+}
+
+// landlockConfig is what the helper's ruleset handles. V3 handles exactly
+// the file rights (read, write, refer, truncate); ioctl on devices and
+// unix-socket connects (V5+, V9+) are not file effects and stay
+// unrestricted. Landlock also denies ptrace-class access
+// (/proc/<pid>/environ, mem, root) to every process outside the new
+// domain, the agent included. Without network, every network right the
+// kernel handles is denied (no rule grants one).
+func landlockConfig(noNet bool) landlock.Config {
 	if noNet {
-		cfg = landlock.Config{HandledAccessFS: landlock.V3.HandledAccessFS, HandledAccessNet: landlock.V11.HandledAccessNet}
+		return landlock.Config{HandledAccessFS: landlock.V3.HandledAccessFS, HandledAccessNet: landlock.V11.HandledAccessNet}
 	}
-	if err := cfg.BestEffort().Restrict(rules...); err != nil {
-		return "", fmt.Errorf("restrict: %w", err)
-	}
-	if abi >= fullABI {
-		return EnforcementFull, nil
-	}
-	return EnforcementPartial, nil
+	return landlock.V3
 }
 
 // dropCapabilities empties, for the calling thread and so for the command

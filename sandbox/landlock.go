@@ -65,8 +65,9 @@ type Landlock struct {
 	// offers them (it then always runs as a subreaper).
 	NoNamespaces bool
 
-	mu sync.Mutex
-	ns *nsSpawn // the namespaces the helper gets at spawn; nil: none
+	mu       sync.Mutex
+	ns       *nsSpawn                  // the namespaces the helper gets at spawn; nil: none
+	rulesets map[string]*cachedRuleset // per helper policy, for the helper as a subreaper
 }
 
 // Name returns "landlock".
@@ -241,3 +242,14 @@ func parseHelperArgs(args []string) (helperArgs, error) {
 	}
 	return h, nil
 }
+
+// protectionGaps implements protectionGaps: the helper in namespaces
+// mounts existing protected paths read-only; as a subreaper it cannot keep
+// any of them, and in neither case a missing one.
+func (l *Landlock) protectionGaps() (existing, missing bool) { return !l.Namespaces(), true }
+
+// mountsReadOnly reports whether the helper enforces the containment's
+// hidden and protected paths by read-only mounts (in namespaces), whose
+// denials read `read-only file system` rather than the dialect's
+// `permission denied`.
+func (l *Landlock) mountsReadOnly() bool { return l.Namespaces() }

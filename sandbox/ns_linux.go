@@ -79,8 +79,10 @@ func detectNamespaces(ctx context.Context, launcher []string) *nsSpawn {
 
 // Prepare implements [Preparer]: where Probe found that the host allows
 // it, the returned func starts the helper in fresh PID and mount
-// namespaces as their init; otherwise it is nil and the helper supervises
-// the command as a subreaper.
+// namespaces as their init; otherwise the helper supervises the command as
+// a subreaper, and the func hands it the policy's Landlock ruleset, built
+// once and kept while it holds (see ruleset_linux.go), or is nil when
+// that ruleset cannot be built.
 //
 // With [Policy.NoNetwork] the namespaces include a network namespace of
 // the command's own (no interface up, so no address is reachable, over
@@ -91,7 +93,7 @@ func (l *Landlock) Prepare(policy Policy) func(cmd *exec.Cmd) {
 	ns := l.ns
 	l.mu.Unlock()
 	if ns == nil {
-		return nil
+		return l.rulesetSetup(policy)
 	}
 	if policy.NoNetwork {
 		n := *ns

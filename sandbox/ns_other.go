@@ -10,6 +10,9 @@ import (
 // nsSpawn has no meaning outside Linux.
 type nsSpawn struct{}
 
+// cachedRuleset has no meaning outside Linux.
+type cachedRuleset struct{}
+
 func detectNamespaces(context.Context, []string) *nsSpawn { return nil }
 
 // Prepare implements [Preparer]; outside Linux there is nothing to

@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"runtime"
 	"slices"
+	"strings"
 	"sync"
 )
 
@@ -17,6 +18,8 @@ import (
 // [NewDefaultProvider]. A Provider is safe for concurrent use.
 type Provider struct {
 	chain []Backend
+
+	recorded recordings // the tripwires' file contents, by stamp
 
 	mu        sync.Mutex
 	done      bool
@@ -118,7 +121,7 @@ func (p *Provider) Select(ctx context.Context, mode Mode) (Backend, Enforcement,
 
 // existing returns the absolute paths of ps that exist, cleaned, with
 // their symlinks resolved (a mount or a rule lands on the real file), each
-// once; a path beneath another is kept as well (Protected under Hidden
+// once, a glob pattern standing for its matches; a path beneath another is kept as well (Protected under Hidden
 // differ), ordered as given.
 func existing(ps []string) []string {
 	var out []string
@@ -126,12 +129,40 @@ func existing(ps []string) []string {
 		if !filepath.IsAbs(p) {
 			continue
 		}
-		real, err := filepath.EvalSymlinks(p)
-		if err != nil {
+		ms := []string{p}
+		if strings.ContainsAny(p, `*?[`) {
+			ms, _ = filepath.Glob(p) // a protected pattern
+		}
+		for _, m := range ms {
+			real, err := filepath.EvalSymlinks(m)
+			if err != nil {
+				continue
+			}
+			if !slices.Contains(out, real) {
+				out = append(out, real)
+			}
+		}
+	}
+	return out
+}
+
+// absentPaths returns the absolute paths (or glob patterns) of ps that
+// exist nowhere, cleaned, each once.
+func absentPaths(ps []string) []string {
+	var out []string
+	for _, p := range ps {
+		if !filepath.IsAbs(p) {
 			continue
 		}
-		if !slices.Contains(out, real) {
-			out = append(out, real)
+		p = filepath.Clean(p)
+		if _, err := os.Lstat(p); err == nil {
+			continue
+		}
+		if ms, _ := filepath.Glob(p); len(ms) > 0 {
+			continue
+		}
+		if !slices.Contains(out, p) {
+			out = append(out, p)
 		}
 	}
 	return out
@@ -179,14 +210,41 @@ func (p *Provider) Confine(ctx context.Context, argv []string, policy Policy) (C
 		}
 		policy.TmpDir = filepath.Clean(policy.TmpDir)
 	}
-	policy.Hidden, policy.Protected = existing(policy.Hidden), existing(policy.Protected)
 	b, enf, err := p.Select(ctx, policy.Mode)
 	if err != nil {
 		return Confined{}, err
 	}
+	missing := absentPaths(policy.Protected)
+	policy.Hidden, policy.Protected = existing(policy.Hidden), existing(policy.Protected)
 	c := Confined{Argv: b.Wrap(policy, argv), Mode: policy.Mode, Enforcement: enf, Backend: b, NoNetwork: policy.NoNetwork}
 	if pr, ok := b.(Preparer); ok {
 		c.Setup = pr.Prepare(policy)
+	}
+	if m, ok := b.(interface{ mountsReadOnly() bool }); ok && m.mountsReadOnly() {
+		c.roDenials = len(policy.Hidden)+len(policy.Protected) > 0
+	}
+	if g, ok := b.(protectionGaps); ok && policy.Mode == WorkspaceWrite {
+		var guard []string
+		gapExisting, gapMissing := g.protectionGaps()
+		if gapExisting {
+			guard = policy.Protected
+		}
+		if !gapMissing {
+			missing = nil
+		}
+		var roots []string
+		for _, r := range append([]string{policy.WorkspaceRoot}, policy.ExtraRoots...) {
+			roots = append(roots, r)
+			if real, err := filepath.EvalSymlinks(r); err == nil && real != r {
+				roots = append(roots, real) // where the resolved protected paths lie
+			}
+		}
+		c.Tripwire = newTripwire(&p.recorded, roots, guard, missing, policy.Quarantine)
+		if !gapExisting && c.Setup != nil && len(policy.Protected) > 0 {
+			// Without its setup the helper supervises as a subreaper.
+			protected, quarantine := policy.Protected, policy.Quarantine
+			c.bare = func() *Tripwire { return newTripwire(&p.recorded, roots, protected, missing, quarantine) }
+		}
 	}
 	return c, nil
 }

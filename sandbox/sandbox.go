@@ -14,7 +14,9 @@
 // more (the default composition's containment): [Policy.NoNetwork] cuts
 // the command off the network, [Policy.Hidden] makes secrets unreadable and
 // [Policy.Protected] keeps files that run code later read-only beneath a
-// writable root; the zero values keep upstream's argv exactly. Every process a confined command starts lives and dies
+// writable root (where a backend cannot, or the path does not exist yet,
+// a [Tripwire] puts them back after the command); the zero values keep
+// upstream's argv exactly. Every process a confined command starts lives and dies
 // with it: bwrap runs it in its own PID namespace, and the Landlock helper
 // either does the same or, where namespaces are unavailable, supervises it
 // as a subreaper that kills every descendant when the command ends. Neither
@@ -103,9 +105,25 @@ type Policy struct {
 	Hidden []string
 	// Protected are absolute paths the command cannot change even beneath
 	// a writable root (files that run code later: .git/hooks, .git/config,
-	// editor settings). Paths that do not exist are skipped; the Landlock
-	// helper outside namespaces cannot enforce them (docs/security.md).
+	// editor settings). bwrap and the Landlock helper in namespaces mount
+	// each existing one read-only; the Landlock helper as a subreaper,
+	// whose rules cannot take a path back beneath a writable root, guards
+	// them with a [Tripwire] instead. A protected path that does not exist
+	// (it may be a glob pattern, like .claude/settings*.json) cannot be
+	// covered by a mount without leaving its mount point behind: under
+	// workspace-write the tripwire removes it if a command creates it.
 	Protected []string
+	// Quarantine, when set, is a directory (the agent's own, out of the
+	// commands' reach) where the tripwire keeps what it replaced or
+	// removed.
+	Quarantine string
+}
+
+// protectionGaps is implemented by backends that leave part of
+// Policy.Protected to the [Tripwire]: existing paths that stay writable
+// (existing) and missing paths that can be created (missing).
+type protectionGaps interface {
+	protectionGaps() (existing, missing bool)
 }
 
 // Enforcement says how completely a backend enforces a policy.
@@ -172,6 +190,18 @@ type Confined struct {
 	// NoNetwork records that the policy cut the command off the network
 	// (a failed connection then reads as a network denial).
 	NoNetwork bool
+	// roDenials marks a run whose containment mounts read-only paths in a
+	// backend whose dialect does not name that denial (the Landlock
+	// helper in namespaces): `read-only file system` then reads as a
+	// denial too.
+	roDenials bool
+	// bare, when set, records the tripwire of a spawn without Setup (see
+	// WithoutSetup).
+	bare func() *Tripwire
+	// Tripwire, when not nil, guards the protected paths the backend does
+	// not enforce; the caller runs its Check once the command has ended
+	// (and may while it runs), and reports what it put back as a denial.
+	Tripwire *Tripwire
 }
 
 // Preparer is implemented by backends whose wrapped argv wants process
@@ -181,6 +211,22 @@ type Preparer interface {
 	Prepare(policy Policy) func(cmd *exec.Cmd)
 }
 
+// WithoutSetup returns c for a spawn that does not apply Setup (an
+// editor's terminal, a start retried without it): the Landlock helper then
+// runs as a subreaper, without the mounts that keep protected paths
+// read-only, so the tripwire, recorded now, guards every one of them.
+// Call it before the spawn.
+func (c Confined) WithoutSetup() Confined {
+	if c.Setup == nil {
+		return c
+	}
+	c.Setup, c.roDenials = nil, false
+	if c.bare != nil {
+		c.Tripwire, c.bare = c.bare(), nil
+	}
+	return c
+}
+
 // Classify classifies a finished run of c.Argv; an unconfined run is never
 // classified.
 func (c Confined) Classify(exitCode int, stderr string) Verdict {
@@ -188,6 +234,11 @@ func (c Confined) Classify(exitCode int, stderr string) Verdict {
 		return Verdict{}
 	}
 	v := c.Backend.Classify(exitCode, stderr)
+	if c.roDenials && !v.Denied && !v.RunnerFailure && exitCode > 0 {
+		if line := lineContaining(stderr, "read-only file system"); line != "" {
+			v.Denied, v.Detail = true, line
+		}
+	}
 	if c.NoNetwork && !v.RunnerFailure && exitCode > 0 {
 		if line := netDenialLine(stderr); line != "" {
 			v.NetDenied = true
@@ -233,6 +284,14 @@ func Marker(mode Mode) string {
 // connection the sandbox refused.
 func NetMarker(mode Mode) string {
 	return "[sandbox: network access denied under " + string(mode) + " mode — the Network option is off]"
+}
+
+// ProtectedMarker is the result-text marker of a run whose changes to
+// protected paths the [Tripwire] undid: it names them.
+func ProtectedMarker(paths []string) string {
+	return "[sandbox: protected paths changed by the command were put back: " +
+		strings.ReplaceAll(strings.Join(paths, ", "), "\n", " ") +
+		" — they run code later (git hooks and config, editor and agent settings, .envrc); the write and edit tools ask the user before changing them]"
 }
 
 // netDenials are the stderr texts of a connection refused by a sandbox

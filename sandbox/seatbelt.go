@@ -225,3 +225,8 @@ func (s *Seatbelt) real(p string) string {
 	}
 	return p
 }
+
+// protectionGaps implements protectionGaps: the profile denies writes to
+// the existing protected paths (canonicalized); a missing one is left to
+// the tripwire.
+func (*Seatbelt) protectionGaps() (existing, missing bool) { return false, true }

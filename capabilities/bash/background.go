@@ -6,6 +6,7 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
+	"time"
 	"unicode/utf8"
 
 	"github.com/dsh-acp/dsh-acp/sandbox"
@@ -28,9 +29,14 @@ type bgTask struct {
 	outPos        int64
 	errPos        int64
 
-	conf   *confinement // nil: unconfined
-	marked bool         // the settled task's network marker was read
+	conf    *confinement // nil: unconfined
+	marked  bool         // the settled task's network marker was read
+	tripped []string     // the tripwire's markers not read yet
 }
+
+// tripInterval is how often a running background task's tripwire is
+// checked (besides at every read and when the task ends).
+const tripInterval = time.Second
 
 // startBackground spawns sp without a timeout. The task runs until it ends
 // or is killed; a spawn failure yields a settled task whose stderr says why.
@@ -43,7 +49,36 @@ func startBackground(ctx context.Context, sp spec, conf *confinement) *bgTask {
 		close(done)
 		return &bgTask{spawnErr: s, done: done}
 	}
-	return &bgTask{p: p, done: p.finished, conf: conf}
+	b := &bgTask{p: p, done: p.finished, conf: conf}
+	if conf != nil && conf.confined.Tripwire != nil {
+		go b.guard()
+	}
+	return b
+}
+
+// guard checks the task's tripwire while it runs and once it has ended.
+func (b *bgTask) guard() {
+	tick := time.NewTicker(tripInterval)
+	defer tick.Stop()
+	for {
+		select {
+		case <-b.done:
+			b.mu.Lock()
+			b.trip()
+			b.mu.Unlock()
+			return
+		case <-tick.C:
+			b.mu.Lock()
+			b.trip()
+			b.mu.Unlock()
+		}
+	}
+}
+
+// trip runs the tripwire and keeps its markers for the next read (the
+// caller holds mu).
+func (b *bgTask) trip() {
+	b.tripped = append(b.tripped, b.conf.tripped(len(b.tripped) > 0)...)
 }
 
 // netMarkers are, once, the markers of a settled task that failed on a
@@ -106,7 +141,11 @@ func (b *bgTask) Read() Output {
 	out := b.p.stdout.since(b.outPos)
 	errD := b.p.stderr.since(b.errPos)
 	b.outPos, b.errPos = out.next, errD.next
-	res := Output{Text: joinStreams(out.text, errD.text), Notes: b.netMarkers()}
+	if b.conf != nil {
+		b.trip()
+	}
+	res := Output{Text: joinStreams(out.text, errD.text), Notes: append(b.netMarkers(), b.tripped...)}
+	b.tripped = nil
 	if out.dropped || errD.dropped {
 		var paths []string
 		for _, d := range []delta{out, errD} {

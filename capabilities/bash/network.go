@@ -23,6 +23,9 @@ type Containment struct {
 	Hidden []string
 	// Protected are paths confined commands cannot change.
 	Protected []string
+	// Quarantine is where the sandbox's tripwire keeps what it put back
+	// (sandbox.Policy.Quarantine).
+	Quarantine string
 }
 
 // NetEscalationMarker tells the model a command refused the network may be

@@ -35,6 +35,9 @@ type spec struct {
 	env       []string
 	spillDir  string
 	killGrace time.Duration
+	// withoutSetup, when set, is called before a start is retried without
+	// setup (sandbox.Confined.WithoutSetup).
+	withoutSetup func()
 	// setup prepares the command for its sandbox (sandbox.Confined.Setup);
 	// nil for none.
 	setup func(*exec.Cmd)
@@ -90,6 +93,9 @@ func start(ctx context.Context, sp spec) (*process, error) {
 	cmd, sys, err := startCmd(sp, sp.setup, wOut, wErr)
 	var exErr executorError
 	if err != nil && sp.setup != nil && !errors.As(err, &exErr) {
+		if sp.withoutSetup != nil {
+			sp.withoutSetup()
+		}
 		cmd, sys, err = startCmd(sp, nil, wOut, wErr)
 	}
 	_ = wOut.Close()
@@ -308,6 +314,7 @@ func runForeground(ctx context.Context, sp spec, timeoutMs float64, conf *confin
 		_ = p.terminate(context.Background())
 		if conf != nil {
 			sweepSession(p.pgid)
+			conf.tripped(false) // put back what it changed before it was stopped
 		}
 		return "", errAborted
 	}
@@ -317,14 +324,18 @@ func runForeground(ctx context.Context, sp spec, timeoutMs float64, conf *confin
 		sweepSession(p.pgid)
 	}
 	var markers []string
+	denied := false
 	if ex := p.exit(); conf != nil && ex.signal == "" && ex.code > 0 {
 		stderr := p.stderr.snapshot().text
 		v := conf.confined.Classify(ex.code, stderr)
 		if v.RunnerFailure {
+			conf.tripped(false)
 			return "", unavailable(sandbox.RunnerFailureError(sandbox.Mode(conf.mode), stderr))
 		}
 		markers = append(markers, conf.markers(v)...)
+		denied = v.Denied
 	}
+	markers = append(markers, conf.tripped(denied)...)
 	if timedOut {
 		markers = append(markers, "[timed out after "+formatMs(timeoutMs)+"ms]")
 	}

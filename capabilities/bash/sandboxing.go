@@ -133,6 +133,24 @@ func (c *confinement) markers(v sandbox.Verdict) []string {
 	return out
 }
 
+// tripped runs the run's tripwire (sandbox.Confined.Tripwire) and returns
+// its markers: the file-denial marker (unless denied says the result has
+// it already) and what was put back. Nil when nothing was.
+func (c *confinement) tripped(denied bool) []string {
+	if c == nil {
+		return nil
+	}
+	paths := c.confined.Tripwire.Check()
+	if len(paths) == 0 {
+		return nil
+	}
+	var out []string
+	if !denied {
+		out = append(out, sandbox.Marker(sandbox.Mode(c.mode)))
+	}
+	return append(out, sandbox.ProtectedMarker(paths))
+}
+
 // prepare confines the command of sp for mode; danger-full-access runs it
 // unwrapped. The session's extra workspace roots (Host.Roots) are writable
 // like the root under workspace-write. tmp is the session's temp dir, used
@@ -144,7 +162,7 @@ func (sb *Sandboxing) prepare(ctx context.Context, call *capabilities.Call, sp *
 	}
 	policy := sandbox.Policy{Mode: sandbox.Mode(mode), WorkspaceRoot: sb.Root(call),
 		ExtraRoots: capabilities.HostOf(call.Session).Roots,
-		NoNetwork:  cont.NoNetwork, Hidden: cont.Hidden, Protected: cont.Protected}
+		NoNetwork:  cont.NoNetwork, Hidden: cont.Hidden, Protected: cont.Protected, Quarantine: cont.Quarantine}
 	if sb.SessionTmp {
 		dir, err := tmp.path()
 		if err != nil {
@@ -158,7 +176,9 @@ func (sb *Sandboxing) prepare(ctx context.Context, call *capabilities.Call, sp *
 	}
 	sp.command = sandbox.ExecLine(c.Argv)
 	sp.setup, sp.confined = c.Setup, true
-	return &confinement{mode: mode, confined: c}, nil
+	conf := &confinement{mode: mode, confined: c}
+	sp.withoutSetup = func() { conf.confined = conf.confined.WithoutSetup() }
+	return conf, nil
 }
 
 // unavailable maps a sandbox error to the coded tool error.

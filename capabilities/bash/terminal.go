@@ -155,6 +155,10 @@ func (t *Tool) runInTerminal(ctx context.Context, call *capabilities.Call, h *ca
 	if ctx.Err() != nil {
 		return "", errAborted
 	}
+	if conf != nil {
+		// The editor spawns it: no namespace setup can go with it.
+		conf.confined = conf.confined.WithoutSetup()
+	}
 	cmd, err := terminalCommand(sp, conf)
 	if err != nil {
 		return "", fmt.Errorf("failed to start bash: %w", err)
@@ -167,6 +171,12 @@ func (t *Tool) runInTerminal(ctx context.Context, call *capabilities.Call, h *ca
 		return "", fmt.Errorf("failed to start bash in the editor's terminal: %w", err)
 	}
 	t.terms.add(term)
+	settled := false
+	defer func() {
+		if !settled {
+			conf.tripped(false) // stopped or lost: put back what it changed
+		}
+	}()
 	if h.Live != nil {
 		h.Live.Show(call.CallID, capabilities.LiveView{Description: description, TerminalID: term.ID()})
 	}
@@ -214,6 +224,7 @@ func (t *Tool) runInTerminal(ctx context.Context, call *capabilities.Call, h *ca
 		status = *out.Exit
 	}
 	t.releaseAfterResult(ctx, call, term)
+	settled = true
 	return terminalResult(out, status, conf, timedOut, timeoutMs)
 }
 
@@ -228,13 +239,17 @@ func terminalResult(out capabilities.TerminalOutput, st capabilities.ExitStatus,
 		code = *st.Code
 	}
 	var markers []string
+	denied := false
 	if conf != nil && signal == "" && code > 0 {
 		v := conf.confined.Classify(code, out.Output)
 		if v.RunnerFailure {
+			conf.tripped(false)
 			return "", unavailable(sandbox.RunnerFailureError(sandbox.Mode(conf.mode), out.Output))
 		}
 		markers = append(markers, conf.markers(v)...)
+		denied = v.Denied
 	}
+	markers = append(markers, conf.tripped(denied)...)
 	if timedOut {
 		markers = append(markers, "[timed out after "+formatMs(timeoutMs)+"ms]")
 	}
