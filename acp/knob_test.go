@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"iter"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -16,6 +15,7 @@ import (
 
 	"github.com/dsh-acp/dsh-acp/agent"
 	"github.com/dsh-acp/dsh-acp/agent/llm"
+	"github.com/dsh-acp/dsh-acp/agent/llm/llmtest"
 	"github.com/dsh-acp/dsh-acp/internal/acpclient"
 	"github.com/dsh-acp/dsh-acp/session"
 	"github.com/dsh-acp/dsh-acp/session/jsonl"
@@ -39,26 +39,28 @@ func verbosityKnob() agent.Knob {
 	}
 }
 
-// requestLog is a model that answers "ok" and keeps every request it got.
+// requestLog is a model that answers "ok" and keeps every request it got,
+// as sent.
 type requestLog struct {
+	*llmtest.Model
+
 	mu   sync.Mutex
 	reqs [][]byte
 }
 
-func (p *requestLog) Stream(_ context.Context, req *llm.Request) iter.Seq2[llm.Chunk, error] {
-	b, err := json.Marshal(req)
-	p.mu.Lock()
-	p.reqs = append(p.reqs, b)
-	p.mu.Unlock()
-	return func(yield func(llm.Chunk, error) bool) {
+func newRequestLog() *requestLog {
+	p := &requestLog{}
+	p.Model = llmtest.New(func(_ context.Context, c llmtest.Call) llmtest.Step {
+		b, err := json.Marshal(c.Req)
 		if err != nil {
-			yield(llm.Chunk{}, err)
-			return
+			return llmtest.Step{Err: err}
 		}
-		if yield(llm.Chunk{Type: llm.ChunkTextDelta, Text: "ok"}, nil) {
-			yield(llm.Chunk{Type: llm.ChunkFinish, Reason: &llm.FinishReason{Kind: llm.FinishStop}}, nil)
-		}
-	}
+		p.mu.Lock()
+		p.reqs = append(p.reqs, b)
+		p.mu.Unlock()
+		return llmtest.Step{Chunks: []llm.Chunk{llmtest.Text(0, "ok"), llmtest.Finish(llm.FinishStop)}}
+	})
+	return p
 }
 
 func (p *requestLog) last() string {
@@ -84,7 +86,7 @@ func openKnobEditor(t *testing.T, root string, ids *atomic.Int64, editorConfig b
 	t.Helper()
 	store, err := jsonl.Open(root)
 	require.NoError(t, err)
-	model := &requestLog{}
+	model := newRequestLog()
 	cfg := agent.Config{
 		Model: "m", Provider: model, Store: store, Clock: FakeClock(), Log: zerolog.Nop(),
 		NewID:        func() string { return fmt.Sprintf("00000000-0000-4000-8000-%012d", ids.Add(1)) },

@@ -2,7 +2,6 @@ package agent
 
 import (
 	"context"
-	"iter"
 	"runtime"
 	"strings"
 	"testing"
@@ -11,6 +10,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/dsh-acp/dsh-acp/agent/llm"
+	"github.com/dsh-acp/dsh-acp/agent/llm/llmtest"
 	"github.com/dsh-acp/dsh-acp/capabilities"
 	"github.com/dsh-acp/dsh-acp/session"
 )
@@ -18,38 +18,35 @@ import (
 // hugeArgs streams a write call whose arguments never end (64 KiB deltas
 // up to total bytes), then answers in text on the next call.
 type hugeArgs struct {
+	*llmtest.Model
 	total, sent int
-	calls       int
-	reqs        []*llm.Request
 }
 
-func (h *hugeArgs) Stream(_ context.Context, req *llm.Request) iter.Seq2[llm.Chunk, error] {
-	h.calls++
-	h.reqs = append(h.reqs, req)
-	first := h.calls == 1
-	return func(yield func(llm.Chunk, error) bool) {
-		if !first {
-			if yield(text(0, "ok, smaller then"), nil) {
-				yield(finish(llm.FinishStop), nil)
-			}
-			return
+func newHugeArgs(total int) *hugeArgs {
+	h := &hugeArgs{total: total}
+	h.Model = llmtest.New(func(_ context.Context, c llmtest.Call) llmtest.Step {
+		if c.N > 1 {
+			return llmtest.Step{Chunks: []llm.Chunk{text(0, "ok, smaller then"), finish(llm.FinishStop)}}
 		}
 		name := "write"
-		if !yield(llm.Chunk{Type: llm.ChunkBlockStart, Index: 0, BlockType: "tool-call"}, nil) {
-			return
+		return llmtest.Step{
+			Chunks: []llm.Chunk{
+				{Type: llm.ChunkBlockStart, Index: 0, BlockType: "tool-call"},
+				{Type: llm.ChunkToolCallDelta, Index: 0, ID: "big", Name: &name, ArgumentsDelta: `{"file_path":"x","content":"`},
+			},
+			Seq: func(yield func(llm.Chunk) bool) {
+				piece := strings.Repeat("a", 64<<10)
+				for h.sent < h.total {
+					h.sent += len(piece)
+					if !yield(llm.Chunk{Type: llm.ChunkToolCallDelta, Index: 0, ID: "big", ArgumentsDelta: piece}) {
+						return
+					}
+				}
+				yield(finish(llm.FinishToolCalls))
+			},
 		}
-		if !yield(llm.Chunk{Type: llm.ChunkToolCallDelta, Index: 0, ID: "big", Name: &name, ArgumentsDelta: `{"file_path":"x","content":"`}, nil) {
-			return
-		}
-		piece := strings.Repeat("a", 64<<10)
-		for h.sent < h.total {
-			h.sent += len(piece)
-			if !yield(llm.Chunk{Type: llm.ChunkToolCallDelta, Index: 0, ID: "big", ArgumentsDelta: piece}, nil) {
-				return
-			}
-		}
-		yield(finish(llm.FinishToolCalls), nil)
-	}
+	})
+	return h
 }
 
 // ranTool records whether it ran.
@@ -66,7 +63,7 @@ func (t ranTool) Run(context.Context, *capabilities.Call) (capabilities.Result, 
 
 func TestOversizedToolArgumentsAreCutAndRefused(t *testing.T) {
 	const limit = 1 << 20
-	p := &hugeArgs{total: 64 << 20}
+	p := newHugeArgs(64 << 20)
 	ran := false
 	var now int64
 	rt := NewRuntime(Config{Model: "m", Provider: p, Clock: func() int64 { now++; return now }, NewID: func() string { return "s" },
@@ -96,8 +93,8 @@ func TestOversizedToolArgumentsAreCutAndRefused(t *testing.T) {
 	require.True(t, res.IsError)
 	require.Contains(t, res.Content[0].Text, "cut off")
 	// The next request carries the call with empty arguments and its result.
-	require.Len(t, p.reqs, 2)
-	msgs := p.reqs[1].Messages
+	require.Len(t, p.Requests(), 2)
+	msgs := p.Requests()[1].Messages
 	require.Equal(t, "{}", msgs[1].Content[0].Arguments)
 	require.NoError(t, checkHistory(deriveHistory(s.Log().Events())))
 }

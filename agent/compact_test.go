@@ -58,28 +58,28 @@ func noticesOf(events []session.Event) []string {
 }
 
 func TestCompactionPastTheThresholdSummarisesWithOneCall(t *testing.T) {
-	p := &scripted{calls: [][]llm.Chunk{
+	p := newScripted([][]llm.Chunk{
 		answer("first answer", 100),
 		answer("second answer", 850),                            // 860 of 1000: past 0.8
 		answer("The user asked twice; the agent answered.", 50), // the summary
 		answer("third answer", 120),
 		answer("fourth answer", 130),
-	}}
+	})
 	s := compactSession(t, p)
 	s.Prompt(context.Background(), "one")
 	s.Prompt(context.Background(), "two")
-	require.Equal(t, int32(2), p.n.Load())
+	require.Equal(t, 2, p.Calls())
 	s.Prompt(context.Background(), "three")
-	require.Equal(t, int32(4), p.n.Load(), "compaction costs one model call")
+	require.Equal(t, 4, p.Calls(), "compaction costs one model call")
 
-	sumReq := p.reqs[2]
+	sumReq := p.Requests()[2]
 	require.Equal(t, compactPrompt, sumReq.System)
 	require.Empty(t, sumReq.Tools)
 	require.Equal(t, 500, *sumReq.Config.MaxTokens)
 	require.Len(t, sumReq.Messages, 5, "one, first answer, two, second answer, the request")
 	require.Equal(t, compactRequest, texts(sumReq.Messages[4]))
 
-	next := p.reqs[3].Messages
+	next := p.Requests()[3].Messages
 	require.Len(t, next, 2, "the summary, then the new prompt")
 	require.Contains(t, texts(next[0]), summaryHeader+"The user asked twice; the agent answered.")
 	require.Equal(t, "three", texts(next[1]))
@@ -111,27 +111,27 @@ func TestCompactionPastTheThresholdSummarisesWithOneCall(t *testing.T) {
 
 	// The next turn does not compact again (usage is low) and derives from the summary.
 	s.Prompt(context.Background(), "four")
-	require.Equal(t, int32(5), p.n.Load())
-	require.Len(t, p.reqs[4].Messages, 4, "summary, three, third answer, four")
+	require.Equal(t, 5, p.Calls())
+	require.Len(t, p.Requests()[4].Messages, 4, "summary, three, third answer, four")
 
 	// Loading the log derives the same history.
 	msgs, _ := deriveHistory(compacted(s.Log().Events()))
 	require.Len(t, msgs, 5)
-	require.Equal(t, p.reqs[4].Messages, msgs[:4])
+	require.Equal(t, p.Requests()[4].Messages, msgs[:4])
 }
 
 func TestCompactionWhoseModelCallFailsLeavesTheConversationWhole(t *testing.T) {
-	p := &scripted{calls: [][]llm.Chunk{
+	p := newScripted([][]llm.Chunk{
 		answer("big answer", 900),
 		{llm.Chunk{Type: llm.ChunkFinish, Reason: &llm.FinishReason{Kind: llm.FinishError, Message: "overloaded", Code: "SERVER_ERROR"}}},
 		answer("still here", 950),
-	}}
+	})
 	s := compactSession(t, p)
 	s.Prompt(context.Background(), "one")
 	r := s.Prompt(context.Background(), "two")
 	require.Equal(t, session.EndReason{Kind: session.EndCompleted}, r, "the turn goes on")
-	require.Equal(t, int32(3), p.n.Load(), "one failed try, no retry loop")
-	require.Len(t, p.reqs[2].Messages, 3, "uncompacted: one, big answer, two")
+	require.Equal(t, 3, p.Calls(), "one failed try, no retry loop")
+	require.Len(t, p.Requests()[2].Messages, 3, "uncompacted: one, big answer, two")
 	notices := noticesOf(s.Log().Events())
 	require.Contains(t, notices, "Compaction failed (overloaded); the conversation goes on uncompacted.")
 	for _, e := range s.Log().Events() {
@@ -143,10 +143,10 @@ func TestCompactionWhoseModelCallFailsLeavesTheConversationWhole(t *testing.T) {
 }
 
 func TestCompactCommand(t *testing.T) {
-	p := &scripted{calls: [][]llm.Chunk{answer("hello", 10), answer("A greeting was exchanged.", 5), answer("ok", 10)}}
+	p := newScripted([][]llm.Chunk{answer("hello", 10), answer("A greeting was exchanged.", 5), answer("ok", 10)})
 	s := compactSession(t, p)
 	s.Prompt(context.Background(), "/compact")
-	require.Equal(t, int32(0), p.n.Load(), "nothing to compact: no model call")
+	require.Equal(t, 0, p.Calls(), "nothing to compact: no model call")
 	var results []string
 	for _, e := range s.Log().Events() {
 		if e.Type == TypeCommandResult {
@@ -159,9 +159,9 @@ func TestCompactCommand(t *testing.T) {
 
 	s.Prompt(context.Background(), "hi")
 	s.Prompt(context.Background(), "/compact")
-	require.Equal(t, int32(2), p.n.Load())
+	require.Equal(t, 2, p.Calls())
 	s.Prompt(context.Background(), "and now?")
-	msgs := p.reqs[2].Messages
+	msgs := p.Requests()[2].Messages
 	require.Contains(t, texts(msgs[0]), "A greeting was exchanged.")
 	require.Equal(t, "/compact", texts(msgs[1]))
 	require.Contains(t, texts(msgs[2]), "Compacted the conversation: 4 earlier messages", "the command's report, as context")

@@ -21,7 +21,7 @@ import (
 func treeRuntime(d Delegation) *Runtime {
 	var n atomic.Int64
 	ok := []llm.Chunk{text(0, "ok"), finish(llm.FinishStop)}
-	p := &scripted{calls: [][]llm.Chunk{ok, ok, ok, ok}}
+	p := newScripted([][]llm.Chunk{ok, ok, ok, ok})
 	return NewRuntime(Config{Model: "m", Provider: p, Clock: func() int64 { return 0 },
 		NewID: func() string { return fmt.Sprintf("s-%d", n.Add(1)) }, Log: zerolog.Nop(),
 		SandboxDefault: "workspace-write", Approval: approval.NewService("ask", func() string { return "a" }),

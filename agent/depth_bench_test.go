@@ -4,7 +4,6 @@ import (
 	"cmp"
 	"context"
 	"fmt"
-	"iter"
 	"os"
 	"path/filepath"
 	"runtime"
@@ -18,6 +17,7 @@ import (
 	"github.com/rs/zerolog"
 
 	"github.com/dsh-acp/dsh-acp/agent/llm"
+	"github.com/dsh-acp/dsh-acp/agent/llm/llmtest"
 	"github.com/dsh-acp/dsh-acp/capabilities"
 	"github.com/dsh-acp/dsh-acp/capabilities/fs"
 	"github.com/dsh-acp/dsh-acp/session"
@@ -29,41 +29,48 @@ import (
 // tokens in proportion to the request's messages, so a session compacts
 // about every 60 turns, and answers the summariser's call.
 type turnModel struct {
+	*llmtest.Model
 	chunks int
 
 	mu    sync.Mutex
 	first time.Time // when the turn's first request arrived
-	reqs  int
 }
 
-func (m *turnModel) Stream(_ context.Context, req *llm.Request) iter.Seq2[llm.Chunk, error] {
+func newTurnModel(chunks int) *turnModel {
+	m := &turnModel{chunks: chunks}
+	m.Model = llmtest.New(m.answer)
+	return m
+}
+
+// unrecorded keeps no requests: the benchmarks measure the session's
+// memory, not the model's.
+func (m *turnModel) unrecorded() *turnModel {
+	m.Unrecorded()
+	return m
+}
+
+func (m *turnModel) answer(_ context.Context, c llmtest.Call) llmtest.Step {
 	m.mu.Lock()
 	if m.first.IsZero() {
 		m.first = time.Now()
 	}
-	m.reqs++
 	m.mu.Unlock()
-	return func(yield func(llm.Chunk, error) bool) {
-		var out []llm.Chunk
-		last := req.Messages[len(req.Messages)-1]
-		switch {
-		case req.System == compactPrompt:
-			out = []llm.Chunk{text(0, "The user read a.txt many times; nothing changed."), finish(llm.FinishStop)}
-		case len(last.Content) > 0 && last.Content[0].Type == session.BlockToolResult:
-			for i := range m.chunks {
-				out = append(out, text(0, fmt.Sprintf("word%d ", i)))
-			}
-			out = append(out, llm.Chunk{Type: llm.ChunkUsage, Usage: &llm.Usage{InputTokens: 300 * len(req.Messages), OutputTokens: m.chunks}},
-				finish(llm.FinishStop))
-		default:
-			out = append(toolCall(0, fmt.Sprintf("c%d", len(req.Messages)), "read", `{"file_path":"a.txt"}`), finish(llm.FinishToolCalls))
+	req := c.Req
+	var out []llm.Chunk
+	last := req.Messages[len(req.Messages)-1]
+	switch {
+	case req.System == compactPrompt:
+		out = []llm.Chunk{text(0, "The user read a.txt many times; nothing changed."), finish(llm.FinishStop)}
+	case len(last.Content) > 0 && last.Content[0].Type == session.BlockToolResult:
+		for i := range m.chunks {
+			out = append(out, text(0, fmt.Sprintf("word%d ", i)))
 		}
-		for _, c := range out {
-			if !yield(c, nil) {
-				return
-			}
-		}
+		out = append(out, llm.Chunk{Type: llm.ChunkUsage, Usage: &llm.Usage{InputTokens: 300 * len(req.Messages), OutputTokens: m.chunks}},
+			finish(llm.FinishStop))
+	default:
+		out = append(toolCall(0, fmt.Sprintf("c%d", len(req.Messages)), "read", `{"file_path":"a.txt"}`), finish(llm.FinishToolCalls))
 	}
+	return llmtest.Step{Chunks: out}
 }
 
 // takeFirst returns when the turn's first request arrived and resets it.
@@ -153,7 +160,7 @@ func BenchmarkStepAtDepth(b *testing.B) {
 	for _, chunks := range []int{1, 300} {
 		b.Run(fmt.Sprintf("chunks=%d", chunks), func(b *testing.B) {
 			for b.Loop() {
-				m := &turnModel{chunks: chunks}
+				m := newTurnModel(chunks).unrecorded()
 				s := depthSession(b, m)
 				// A window spans about one compaction period (60 turns),
 				// so each depth's figure carries its share of the

@@ -48,10 +48,10 @@ func roles(msgs []llm.Message) string {
 }
 
 func TestInjectionDuringAToolCallWaitsForTheStepBoundary(t *testing.T) {
-	p := &scripted{calls: [][]llm.Chunk{
+	p := newScripted([][]llm.Chunk{
 		append(append(toolCall(0, "c1", "slow", `{}`), toolCall(1, "c2", "slow", `{}`)...), finish(llm.FinishToolCalls)),
 		{text(0, "done"), finish(llm.FinishStop)},
-	}}
+	})
 	var s *Session
 	var now int64
 	rt := NewRuntime(Config{
@@ -64,15 +64,15 @@ func TestInjectionDuringAToolCallWaitsForTheStepBoundary(t *testing.T) {
 	// Both notices land after both results, before the next step starts.
 	require.Equal(t, "turn/start user/message step/start request/header assistant/message tool/call tool/result tool/call tool/result step/end "+
 		"context/message context/message step/start assistant/message step/end turn/end", types(s.Log().Events()))
-	require.Len(t, p.reqs, 2)
-	require.Equal(t, "user assistant:call:call user:result user:result user user", roles(p.reqs[1].Messages))
+	require.Len(t, p.Requests(), 2)
+	require.Equal(t, "user assistant:call:call user:result user:result user user", roles(p.Requests()[1].Messages))
 	msgs, seqs := deriveHistory(s.Log().Events())
 	require.NoError(t, checkHistory(msgs, seqs))
 }
 
 func TestInjectionInTheLastStepLandsBeforeTurnEnd(t *testing.T) {
 	var s *Session
-	p := &scripted{calls: [][]llm.Chunk{{text(0, "hi"), finish(llm.FinishStop)}}}
+	p := newScripted([][]llm.Chunk{{text(0, "hi"), finish(llm.FinishStop)}})
 	var now int64
 	rt := NewRuntime(Config{Model: "m", Provider: p, Clock: func() int64 { now++; return now }, NewID: func() string { return "s" }, Log: zerolog.Nop()})
 	s, _ = rt.NewSession(context.Background(), SessionOptions{Cwd: "/w"})
@@ -151,7 +151,7 @@ func TestStepCapEndsAnEndlessToolLoop(t *testing.T) {
 	for i := 0; i < 10; i++ {
 		calls = append(calls, append(toolCall(0, "c", "todo_write", todos), finish(llm.FinishToolCalls)))
 	}
-	p := &scripted{calls: calls}
+	p := newScripted(calls)
 	var now int64
 	rt := NewRuntime(Config{Model: "m", Provider: p, Clock: func() int64 { now++; return now }, NewID: func() string { return "s" },
 		Tools:    func(capabilities.Env) *capabilities.Registry { return capabilities.NewRegistry(todo.Tool{}) },
@@ -164,7 +164,7 @@ func TestStepCapEndsAnEndlessToolLoop(t *testing.T) {
 	require.Equal(t, CodeStepLimit, r.Code)
 	require.Equal(t, 3, r.Step)
 	require.Contains(t, r.Message, "3 model calls")
-	require.EqualValues(t, 3, p.n.Load(), "no model call past the cap")
+	require.EqualValues(t, 3, p.Calls(), "no model call past the cap")
 }
 
 // stubbornTool ignores cancellation for a while, like a command that
@@ -182,10 +182,10 @@ func (t stubbornTool) Run(context.Context, *capabilities.Call) (capabilities.Res
 }
 
 func TestCancelDropsOnlyPromptsQueuedBeforeIt(t *testing.T) {
-	p := &scripted{calls: [][]llm.Chunk{
+	p := newScripted([][]llm.Chunk{
 		append(toolCall(0, "c1", "stubborn", `{}`), finish(llm.FinishToolCalls)),
 		{text(0, "answer to C"), finish(llm.FinishStop)},
-	}}
+	})
 	started := make(chan struct{})
 	var now int64
 	rt := NewRuntime(Config{Model: "m", Provider: p, Clock: func() int64 { now++; return now }, NewID: func() string { return "s" },
@@ -220,5 +220,5 @@ func TestCancelDropsOnlyPromptsQueuedBeforeIt(t *testing.T) {
 		}
 	}
 	require.Equal(t, []string{"A", "C"}, prompts, "B was dropped, C reached the model")
-	require.Equal(t, "C", p.reqs[1].Messages[len(p.reqs[1].Messages)-1].Content[0].Text)
+	require.Equal(t, "C", p.Requests()[1].Messages[len(p.Requests()[1].Messages)-1].Content[0].Text)
 }

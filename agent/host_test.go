@@ -22,7 +22,7 @@ type editorFiles struct{ capabilities.TextFiles }
 // and has services of its own.
 func TestSessionHostRootsAndServices(t *testing.T) {
 	dir := t.TempDir()
-	p := &scripted{calls: [][]llm.Chunk{{text(0, "ok"), finish(llm.FinishStop)}}}
+	p := newScripted([][]llm.Chunk{{text(0, "ok"), finish(llm.FinishStop)}})
 	rt, st := knobRuntimeStore(t, dir, true, p)
 	files := editorFiles{}
 	var asked []string
@@ -75,7 +75,7 @@ func TestSessionHostRootsAndServices(t *testing.T) {
 // Without extra roots nothing is logged for them: such logs stay as
 // upstream writes them.
 func TestNoRootsNoEvent(t *testing.T) {
-	p := &scripted{calls: [][]llm.Chunk{{text(0, "ok"), finish(llm.FinishStop)}}}
+	p := newScripted([][]llm.Chunk{{text(0, "ok"), finish(llm.FinishStop)}})
 	rt := knobRuntime(t, t.TempDir(), false, p)
 	s, err := rt.NewSession(context.Background(), SessionOptions{Cwd: "/w"})
 	require.NoError(t, err)

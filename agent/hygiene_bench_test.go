@@ -35,7 +35,7 @@ func BenchmarkEightReads(b *testing.B) {
 	}{{"sequential", false}, {"concurrent", true}} {
 		b.Run(mode.name, func(b *testing.B) {
 			for b.Loop() {
-				p := &scripted{calls: [][]llm.Chunk{calls, {text(0, "ok"), finish(llm.FinishStop)}}}
+				p := newScripted([][]llm.Chunk{calls, {text(0, "ok"), finish(llm.FinishStop)}})
 				rt := NewRuntime(Config{Model: "m", Provider: p, Clock: func() int64 { return 0 }, NewID: func() string { return "s" },
 					Tools: func(capabilities.Env) *capabilities.Registry {
 						return capabilities.NewRegistry(fs.New(fs.Options{Confine: true})...)

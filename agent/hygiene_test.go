@@ -72,7 +72,7 @@ func TestReadOnlyCallsRunConcurrentlyAndAreRecordedInCallOrder(t *testing.T) {
 		calls = append(calls, toolCall(i, "c"+f, "read", `{"file_path":"`+f+`"}`)...)
 	}
 	calls = append(calls, toolCall(4, "ce", "nope", `{}`)...)
-	p := &scripted{calls: [][]llm.Chunk{append(calls, finish(llm.FinishToolCalls)), {text(0, "done"), finish(llm.FinishStop)}}}
+	p := newScripted([][]llm.Chunk{append(calls, finish(llm.FinishToolCalls)), {text(0, "done"), finish(llm.FinishStop)}})
 	s := hygieneSession(t, p, read)
 	start := time.Now()
 	require.Equal(t, session.EndReason{Kind: session.EndCompleted}, s.Prompt(context.Background(), "read them"))
@@ -100,14 +100,14 @@ func TestReadOnlyCallsRunConcurrentlyAndAreRecordedInCallOrder(t *testing.T) {
 	}
 	require.Equal(t, []string{"ca=content of a", "cb=content of b", "cc=content of c", "cd=content of d", `ce=Error: unknown tool "nope"`}, order)
 	// The next request is a valid sequence: every call answered in order.
-	msgs := p.reqs[1].Messages
+	msgs := p.Requests()[1].Messages
 	require.NotEmpty(t, msgs)
 }
 
 func TestMaxTokensCutThatDroppedACallEndsTheTurnAndSaysSo(t *testing.T) {
-	p := &scripted{calls: [][]llm.Chunk{
+	p := newScripted([][]llm.Chunk{
 		append(append([]llm.Chunk{text(0, "Writing the file")}, toolCall(1, "c1", "read", `{"file_path":"x"`)...), finish(llm.FinishMaxTokens)),
-	}}
+	})
 	s := hygieneSession(t, p, slowRead{running: new(atomic.Int32), peak: new(atomic.Int32)})
 	require.Equal(t, session.EndReason{Kind: session.EndMaxTokens}, s.Prompt(context.Background(), "go"))
 	var notices []string
@@ -121,25 +121,25 @@ func TestMaxTokensCutThatDroppedACallEndsTheTurnAndSaysSo(t *testing.T) {
 	}
 	require.Equal(t, []string{"The model's answer hit its output limit (max tokens) while it was writing a tool call (read); " +
 		"the cut call did not run and the turn ends here. Send another prompt to go on."}, notices)
-	require.Equal(t, int32(1), p.n.Load())
+	require.Equal(t, 1, p.Calls())
 }
 
 func TestAnEmptyAnswerIsRetriedOnce(t *testing.T) {
-	p := &scripted{calls: [][]llm.Chunk{
+	p := newScripted([][]llm.Chunk{
 		{finish(llm.FinishStop)},
 		{text(0, "here it is"), finish(llm.FinishStop)},
-	}}
+	})
 	s := hygieneSession(t, p)
 	require.Equal(t, session.EndReason{Kind: session.EndCompleted}, s.Prompt(context.Background(), "hello"))
-	require.Equal(t, int32(2), p.n.Load())
+	require.Equal(t, 2, p.Calls())
 	require.Equal(t, "turn/start user/message step/start request/header model/notice step/end step/start assistant/message step/end turn/end",
 		types(s.Log().Events()))
 
 	// Twice empty: asked once more only, then the turn ends.
-	p = &scripted{calls: [][]llm.Chunk{{finish(llm.FinishStop)}, {finish(llm.FinishStop)}, {text(0, "never asked")}}}
+	p = newScripted([][]llm.Chunk{{finish(llm.FinishStop)}, {finish(llm.FinishStop)}, {text(0, "never asked")}})
 	s = hygieneSession(t, p)
 	require.Equal(t, session.EndReason{Kind: session.EndCompleted}, s.Prompt(context.Background(), "hello"))
-	require.Equal(t, int32(2), p.n.Load())
+	require.Equal(t, 2, p.Calls())
 }
 
 func TestConcurrentRealReadsAreRaceFree(t *testing.T) {
@@ -150,7 +150,7 @@ func TestConcurrentRealReadsAreRaceFree(t *testing.T) {
 		require.NoError(t, os.WriteFile(filepath.Join(dir, name), []byte(fmt.Sprintf("file %d\n", i)), 0o644))
 		calls = append(calls, toolCall(i, fmt.Sprintf("c%d", i), "read", `{"file_path":"`+name+`"}`)...)
 	}
-	p := &scripted{calls: [][]llm.Chunk{append(calls, finish(llm.FinishToolCalls)), {text(0, "ok"), finish(llm.FinishStop)}}}
+	p := newScripted([][]llm.Chunk{append(calls, finish(llm.FinishToolCalls)), {text(0, "ok"), finish(llm.FinishStop)}})
 	rt := NewRuntime(Config{Model: "m", Provider: p, Clock: func() int64 { return 0 }, NewID: func() string { return "s" },
 		Tools: func(capabilities.Env) *capabilities.Registry {
 			return capabilities.NewRegistry(fs.New(fs.Options{Confine: true})...)

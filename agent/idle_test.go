@@ -38,7 +38,7 @@ func TestIdleReleaseAfterLastTurn(t *testing.T) {
 // scavenging, and after the idle release (debug.FreeOSMemory).
 func BenchmarkIdleRelease(b *testing.B) {
 	for b.Loop() {
-		m := &turnModel{chunks: 300}
+		m := newTurnModel(300).unrecorded()
 		s := depthSession(b, m)
 		for range 300 {
 			if r := s.Prompt(context.Background(), "read a.txt"); r.Kind != session.EndCompleted {

@@ -3,9 +3,8 @@ package agent
 import (
 	"context"
 	"encoding/json"
-	"iter"
 	"strings"
-	"sync/atomic"
+	"sync"
 	"testing"
 	"time"
 
@@ -13,46 +12,42 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/dsh-acp/dsh-acp/agent/llm"
+	"github.com/dsh-acp/dsh-acp/agent/llm/llmtest"
 	"github.com/dsh-acp/dsh-acp/capabilities"
 	"github.com/dsh-acp/dsh-acp/capabilities/todo"
 	"github.com/dsh-acp/dsh-acp/session"
 )
 
-// scripted serves one list of chunks per model call; a nil entry blocks
-// until the call is cancelled.
+// scripted is the agent tests' use of the one scripted model (llmtest):
+// one list of chunks per model call; a nil list streams "partial", closes
+// started and holds until the call is cancelled.
 type scripted struct {
-	calls   [][]llm.Chunk
-	n       atomic.Int32
+	*llmtest.Model
 	started chan struct{}
-	reqs    []*llm.Request
 }
 
-func (s *scripted) Stream(ctx context.Context, req *llm.Request) iter.Seq2[llm.Chunk, error] {
-	return func(yield func(llm.Chunk, error) bool) {
-		i := int(s.n.Add(1)) - 1
-		s.reqs = append(s.reqs, req)
-		if i >= len(s.calls) {
-			yield(llm.Chunk{}, &llm.Error{Message: "script exhausted"})
-			return
+// newScripted serves calls in order; a call past the last fails.
+func newScripted(calls [][]llm.Chunk) *scripted {
+	s := &scripted{started: make(chan struct{})}
+	var once sync.Once
+	steps := make([]llmtest.Step, len(calls))
+	for i, c := range calls {
+		if c != nil {
+			steps[i] = llmtest.Step{Chunks: c}
+			continue
 		}
-		if s.calls[i] == nil {
-			if !yield(text(0, "partial"), nil) {
-				return
+		steps[i] = llmtest.Step{Hold: true, Seq: func(yield func(llm.Chunk) bool) {
+			if yield(text(0, "partial")) {
+				once.Do(func() { close(s.started) })
 			}
-			if s.started != nil {
-				close(s.started)
-			}
-			<-ctx.Done()
-			yield(llm.Chunk{}, ctx.Err())
-			return
-		}
-		for _, c := range s.calls[i] {
-			if !yield(c, nil) {
-				return
-			}
-		}
+		}}
 	}
+	s.Model = llmtest.Script(steps...)
+	return s
 }
+
+// newHolding is a model whose one call holds until cancelled.
+func newHolding() *scripted { return newScripted([][]llm.Chunk{nil}) }
 
 func text(i int, s string) llm.Chunk { return llm.Chunk{Type: llm.ChunkTextDelta, Index: i, Text: s} }
 
@@ -96,10 +91,10 @@ func types(events []session.Event) string {
 
 func TestToolTurnRunsToolsAndContinues(t *testing.T) {
 	todos := `{"todos":[{"content":"a","status":"in_progress"}]}`
-	p := &scripted{calls: [][]llm.Chunk{
+	p := newScripted([][]llm.Chunk{
 		append(append(toolCall(0, "c1", "todo_write", todos), toolCall(1, "c2", "nope", `{}`)...), finish(llm.FinishToolCalls)),
 		{text(0, "done"), finish(llm.FinishStop)},
-	}}
+	})
 	s := newTestSession(t, p)
 	r := s.Prompt(context.Background(), "plan it")
 	require.Equal(t, session.EndReason{Kind: session.EndCompleted}, r)
@@ -118,13 +113,13 @@ func TestToolTurnRunsToolsAndContinues(t *testing.T) {
 	require.Equal(t, &session.ErrorInfo{Name: "ToolNotFoundError", Code: "UNKNOWN_TOOL"}, res.Error)
 	// The second request carries the history: user, assistant with both
 	// calls, and the two results.
-	require.Len(t, p.reqs, 2)
-	require.Len(t, p.reqs[1].Messages, 4)
-	require.Equal(t, "Work in /work/project with m.", strings.Split(p.reqs[0].System, "\n\n")[1])
+	require.Len(t, p.Requests(), 2)
+	require.Len(t, p.Requests()[1].Messages, 4)
+	require.Equal(t, "Work in /work/project with m.", strings.Split(p.Requests()[0].System, "\n\n")[1])
 }
 
 func TestFinishErrorEndsTurnWithError(t *testing.T) {
-	p := &scripted{calls: [][]llm.Chunk{{text(0, "x"), {Type: llm.ChunkFinish, Reason: &llm.FinishReason{Kind: llm.FinishError, Message: "model stopped: content_filter", Code: "CONTENT_FILTER"}}}}}
+	p := newScripted([][]llm.Chunk{{text(0, "x"), {Type: llm.ChunkFinish, Reason: &llm.FinishReason{Kind: llm.FinishError, Message: "model stopped: content_filter", Code: "CONTENT_FILTER"}}}})
 	s := newTestSession(t, p)
 	r := s.Prompt(context.Background(), "hi")
 	require.Equal(t, session.EndReason{Kind: session.EndError, Step: 1, Message: "model stopped: content_filter", Code: "CONTENT_FILTER"}, r)
@@ -132,20 +127,20 @@ func TestFinishErrorEndsTurnWithError(t *testing.T) {
 }
 
 func TestAbortedFinishWithoutCancelIsAnError(t *testing.T) {
-	p := &scripted{calls: [][]llm.Chunk{{finish(llm.FinishAborted)}}}
+	p := newScripted([][]llm.Chunk{{finish(llm.FinishAborted)}})
 	r := newTestSession(t, p).Prompt(context.Background(), "hi")
 	require.Equal(t, session.EndReason{Kind: session.EndError, Step: 1, Message: "model stream aborted", Code: "ABORTED"}, r)
 }
 
 func TestMaxTokensDropsToolCalls(t *testing.T) {
-	p := &scripted{calls: [][]llm.Chunk{append(append([]llm.Chunk{text(0, "long")}, toolCall(1, "c1", "todo_write", `{"todos":[]}`)...), finish(llm.FinishMaxTokens))}}
+	p := newScripted([][]llm.Chunk{append(append([]llm.Chunk{text(0, "long")}, toolCall(1, "c1", "todo_write", `{"todos":[]}`)...), finish(llm.FinishMaxTokens))})
 	s := newTestSession(t, p)
 	require.Equal(t, session.EndReason{Kind: session.EndMaxTokens}, s.Prompt(context.Background(), "hi"))
 	require.Equal(t, "turn/start user/message step/start request/header assistant/message step/end turn/end", types(s.Log().Events()))
 }
 
 func TestCancelAbortsStreamPromptly(t *testing.T) {
-	p := &scripted{calls: [][]llm.Chunk{nil}, started: make(chan struct{})}
+	p := newHolding()
 	s := newTestSession(t, p)
 	done := make(chan session.EndReason, 1)
 	go func() { done <- s.Prompt(context.Background(), "long") }()
@@ -163,7 +158,7 @@ func TestCancelAbortsStreamPromptly(t *testing.T) {
 }
 
 func TestCloseDisposesRunningTurn(t *testing.T) {
-	p := &scripted{calls: [][]llm.Chunk{nil}, started: make(chan struct{})}
+	p := newHolding()
 	s := newTestSession(t, p)
 	done := make(chan session.EndReason, 1)
 	go func() { done <- s.Prompt(context.Background(), "long") }()
@@ -174,7 +169,7 @@ func TestCloseDisposesRunningTurn(t *testing.T) {
 }
 
 func TestSecondTurnLogsNoHeaderWhenUnchanged(t *testing.T) {
-	p := &scripted{calls: [][]llm.Chunk{{text(0, "a"), finish(llm.FinishStop)}, {text(0, "b"), finish(llm.FinishStop)}}}
+	p := newScripted([][]llm.Chunk{{text(0, "a"), finish(llm.FinishStop)}, {text(0, "b"), finish(llm.FinishStop)}})
 	s := newTestSession(t, p)
 	s.Prompt(context.Background(), "one")
 	s.Prompt(context.Background(), "two")

@@ -2,36 +2,33 @@ package agent
 
 import (
 	"context"
-	"iter"
 	"testing"
 
 	"github.com/rs/zerolog"
 	"github.com/stretchr/testify/require"
 
 	"github.com/dsh-acp/dsh-acp/agent/llm"
+	"github.com/dsh-acp/dsh-acp/agent/llm/llmtest"
 	"github.com/dsh-acp/dsh-acp/session"
 )
 
 // noticingProvider notices a retry, then fails or answers.
-type noticingProvider struct{ fail bool }
-
-func (p noticingProvider) Stream(ctx context.Context, _ *llm.Request) iter.Seq2[llm.Chunk, error] {
-	return func(yield func(llm.Chunk, error) bool) {
-		llm.Notice(ctx, "DeepSeek API rate limited (HTTP 429), retrying in 1s (attempt 2 of 5)")
-		if p.fail {
-			yield(llm.Chunk{}, &llm.Error{Message: "DeepSeek API rate limited (HTTP 429)", Code: "RATE_LIMIT", Hint: "Gave up after 5 attempts; wait a minute."})
-			return
+func noticingProvider(fail bool) *llmtest.Model {
+	return llmtest.New(func(context.Context, llmtest.Call) llmtest.Step {
+		notice := func(ctx context.Context) {
+			llm.Notice(ctx, "DeepSeek API rate limited (HTTP 429), retrying in 1s (attempt 2 of 5)")
 		}
-		if yield(text(0, "ok"), nil) {
-			yield(finish(llm.FinishStop), nil)
+		if fail {
+			return llmtest.Step{Before: notice, Err: &llm.Error{Message: "DeepSeek API rate limited (HTTP 429)", Code: "RATE_LIMIT", Hint: "Gave up after 5 attempts; wait a minute."}}
 		}
-	}
+		return llmtest.Step{Before: notice, Chunks: []llm.Chunk{text(0, "ok"), finish(llm.FinishStop)}}
+	})
 }
 
 func TestProviderNoticesAreLoggedAndHintsReachTheEnd(t *testing.T) {
 	for _, fail := range []bool{false, true} {
 		var now int64
-		rt := NewRuntime(Config{Model: "m", Provider: noticingProvider{fail}, Clock: func() int64 { now++; return now },
+		rt := NewRuntime(Config{Model: "m", Provider: noticingProvider(fail), Clock: func() int64 { now++; return now },
 			NewID: func() string { return "s" }, Log: zerolog.Nop()})
 		s, _ := rt.NewSession(context.Background(), SessionOptions{Cwd: "/w"})
 		end := s.Prompt(context.Background(), "hi")

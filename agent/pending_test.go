@@ -37,7 +37,7 @@ func knobRuntimeStore(t *testing.T, dir string, durable bool, p llm.Provider) (*
 
 func TestAnAcknowledgedKnobSurvivesACrash(t *testing.T) {
 	dir := t.TempDir()
-	p := &scripted{calls: [][]llm.Chunk{{text(0, "ok"), finish(llm.FinishStop)}}}
+	p := newScripted([][]llm.Chunk{{text(0, "ok"), finish(llm.FinishStop)}})
 	rt, st := knobRuntimeStore(t, dir, true, p)
 	s, err := rt.NewSession(context.Background(), SessionOptions{Cwd: "/w"})
 	require.NoError(t, err)
@@ -61,7 +61,7 @@ func TestAnAcknowledgedKnobSurvivesACrash(t *testing.T) {
 
 func TestAPendingRecordIsConsumedByTheNextTurn(t *testing.T) {
 	dir := t.TempDir()
-	p := &scripted{calls: [][]llm.Chunk{{text(0, "ok"), finish(llm.FinishStop)}, {text(0, "ok"), finish(llm.FinishStop)}}}
+	p := newScripted([][]llm.Chunk{{text(0, "ok"), finish(llm.FinishStop)}, {text(0, "ok"), finish(llm.FinishStop)}})
 	rt := knobRuntime(t, dir, true, p)
 	s, _ := rt.NewSession(context.Background(), SessionOptions{Cwd: "/w"})
 	s.SetKnob(KnobSandboxMode, "read-only")
@@ -81,7 +81,7 @@ func TestAPendingRecordIsConsumedByTheNextTurn(t *testing.T) {
 
 func TestWithoutDurableKnobsTheLogKeepsTheContract(t *testing.T) {
 	dir := t.TempDir()
-	p := &scripted{}
+	p := newScripted(nil)
 	rt := knobRuntime(t, dir, false, p)
 	s, _ := rt.NewSession(context.Background(), SessionOptions{Cwd: "/w"})
 	s.SetKnob(KnobSandboxMode, "read-only")

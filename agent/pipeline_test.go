@@ -86,20 +86,20 @@ func resultOf(t *testing.T, s *Session) session.ToolResult {
 const oneTodo = `{"todos":[{"content":"a","status":"pending"}]}`
 
 func toolThenText() *scripted {
-	return &scripted{calls: [][]llm.Chunk{
+	return newScripted([][]llm.Chunk{
 		append(toolCall(0, "c1", "todo_write", oneTodo), finish(llm.FinishToolCalls)),
 		{text(0, "done"), finish(llm.FinishStop)},
-	}}
+	})
 }
 
 func TestABlockedPromptRejectsTheTurn(t *testing.T) {
 	m := &testMember{prompt: pipeline.PromptDecision{Block: true, Reason: "not today"}}
-	p := &scripted{}
+	p := newScripted(nil)
 	s := chainSession(t, p, m)
 	r := s.Prompt(context.Background(), "delete it all")
 	require.Equal(t, session.EndReason{Kind: session.EndRejected, Reason: "not today"}, r)
 	require.Equal(t, "turn/start prompt/blocked turn/end", types(s.Log().Events()))
-	require.Empty(t, p.reqs, "no model call")
+	require.Empty(t, p.Requests(), "no model call")
 	raw, _ := s.Log().Events()[1].MarshalJSON()
 	require.Contains(t, string(raw), `"data":{"content":[{"type":"text","text":"delete it all"}],"source":{"kind":"user"},"reason":"not today"}`)
 }
@@ -107,11 +107,11 @@ func TestABlockedPromptRejectsTheTurn(t *testing.T) {
 func TestPromptContextFollowsTheUserMessage(t *testing.T) {
 	m := &testMember{prompt: pipeline.PromptDecision{Context: &pipeline.Context{
 		Source: session.Source{Kind: "plugin", Plugin: "hooks-claude"}, Content: []session.Block{session.TextBlock("teal")}}}}
-	p := &scripted{calls: [][]llm.Chunk{{text(0, "teal"), finish(llm.FinishStop)}}}
+	p := newScripted([][]llm.Chunk{{text(0, "teal"), finish(llm.FinishStop)}})
 	s := chainSession(t, p, m)
 	s.Prompt(context.Background(), "favorite color?")
 	require.Equal(t, "turn/start user/message context/message step/start request/header assistant/message step/end turn/end", types(s.Log().Events()))
-	require.Len(t, p.reqs[0].Messages, 2, "the model sees the context")
+	require.Len(t, p.Requests()[0].Messages, 2, "the model sees the context")
 }
 
 func TestADeniedCallIsAnErrorResultAndStillReviewed(t *testing.T) {
@@ -160,7 +160,7 @@ func TestAMemberMutatingTheResultChangesNothingButItsBlockDoes(t *testing.T) {
 
 func TestAForcedContinuationSteersTheNextStep(t *testing.T) {
 	m := &testMember{forceOne: true}
-	p := &scripted{calls: [][]llm.Chunk{{text(0, "FIRST"), finish(llm.FinishStop)}, {text(0, "SECOND"), finish(llm.FinishStop)}}}
+	p := newScripted([][]llm.Chunk{{text(0, "FIRST"), finish(llm.FinishStop)}, {text(0, "SECOND"), finish(llm.FinishStop)}})
 	s := chainSession(t, p, m)
 	require.Equal(t, session.EndCompleted, s.Prompt(context.Background(), "one word").Kind)
 	require.Equal(t, "turn/start user/message step/start request/header assistant/message step/end "+
@@ -173,7 +173,7 @@ func TestAForcedContinuationSteersTheNextStep(t *testing.T) {
 			require.Contains(t, string(raw), `"data":{"turn":1,"content":[{"type":"text","text":"say more"}],"source":{"kind":"plugin","plugin":"test"}}`)
 		}
 	}
-	require.Len(t, p.reqs[1].Messages, 3, "the steering reaches the model")
+	require.Len(t, p.Requests()[1].Messages, 3, "the steering reaches the model")
 }
 
 func TestAPanickingGateKeepsTheToolFromRunningAndTheTurnAlive(t *testing.T) {
@@ -187,6 +187,6 @@ func TestAPanickingGateKeepsTheToolFromRunningAndTheTurnAlive(t *testing.T) {
 	require.NotContains(t, types(s.Log().Events()), "todo/write")
 
 	m2 := &testMember{panicAt: "prompt"}
-	s2 := chainSession(t, &scripted{calls: [][]llm.Chunk{{text(0, "hi"), finish(llm.FinishStop)}}}, m2)
+	s2 := chainSession(t, newScripted([][]llm.Chunk{{text(0, "hi"), finish(llm.FinishStop)}}), m2)
 	require.Equal(t, session.EndCompleted, s2.Prompt(context.Background(), "hello").Kind, "a broken prompt member never vetoes the prompt")
 }

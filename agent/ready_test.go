@@ -35,7 +35,7 @@ func storeFiles(t *testing.T, dir string) []string {
 // without it, and a ready session closed without a prompt leaves no file.
 func TestReadyPreparesTheFirstWrite(t *testing.T) {
 	dir := t.TempDir()
-	p := &scripted{calls: [][]llm.Chunk{{text(0, "ok"), finish(llm.FinishStop)}}}
+	p := newScripted([][]llm.Chunk{{text(0, "ok"), finish(llm.FinishStop)}})
 	rt, _ := knobRuntimeStore(t, dir, true, p)
 	s, err := rt.NewSession(context.Background(), SessionOptions{Cwd: "/w"})
 	require.NoError(t, err)

@@ -36,7 +36,7 @@ func (w *watcher) StopSubagent(_ context.Context, child pipeline.Session) error 
 }
 
 func TestSubagentWatchersSeeEveryChildStartAndEnd(t *testing.T) {
-	p := &scripted{calls: [][]llm.Chunk{{text(0, "done"), finish(llm.FinishStop)}}}
+	p := newScripted([][]llm.Chunk{{text(0, "done"), finish(llm.FinishStop)}})
 	w := &watcher{}
 	ids := []string{"parent", "child"}
 	var now int64
@@ -55,7 +55,7 @@ func TestSubagentWatchersSeeEveryChildStartAndEnd(t *testing.T) {
 	// the model saw it.
 	require.Contains(t, types(child.Log().Events()), "context/message turn/end turn/start user/message")
 	var seen bool
-	for _, m := range p.reqs[0].Messages {
+	for _, m := range p.Requests()[0].Messages {
 		for _, b := range m.Content {
 			seen = seen || b.Text == "child, be brief"
 		}

@@ -130,12 +130,12 @@ func TestATraitDeclaredInTheToolIsWhatPlanModeAndBatchingRead(t *testing.T) {
 	look := newLook()
 	step := append(append(append(toolCall(0, "c1", "look", `{}`), toolCall(1, "c2", "look", `{}`)...),
 		toolCall(2, "c3", "scribble", `{}`)...), finish(llm.FinishToolCalls))
-	p := &scripted{calls: [][]llm.Chunk{step, {text(0, "planned"), finish(llm.FinishStop)}}}
+	p := newScripted([][]llm.Chunk{step, {text(0, "planned"), finish(llm.FinishStop)}})
 	s, dir := traitsSession(t, p, look)
 	require.NoError(t, s.SetMode(plan.ModeID))
 	require.Equal(t, session.EndCompleted, s.Prompt(context.Background(), "plan it").Kind)
 
-	require.Equal(t, []string{plan.ToolName, "look", "todo_write"}, offeredTools(p.reqs[0]), "plan mode offers the read-only and planning tools")
+	require.Equal(t, []string{plan.ToolName, "look", "todo_write"}, offeredTools(p.Requests()[0]), "plan mode offers the read-only and planning tools")
 	ev := s.Log().Events()
 	require.Equal(t, 2, *look.peak, "the two read-only calls ran at once")
 	require.Equal(t, "call:c1 call:c2 result:c1 result:c2 call:c3 result:c3", callOrder(t, ev))
@@ -150,11 +150,11 @@ func TestAWritingToolIsOfferedAndRunsOutsidePlanMode(t *testing.T) {
 	look := newLook()
 	step := append(append(append(toolCall(0, "c1", "scribble", `{}`), toolCall(1, "c2", "look", `{}`)...),
 		toolCall(2, "c3", "look", `{}`)...), finish(llm.FinishToolCalls))
-	p := &scripted{calls: [][]llm.Chunk{step, {text(0, "done"), finish(llm.FinishStop)}}}
+	p := newScripted([][]llm.Chunk{step, {text(0, "done"), finish(llm.FinishStop)}})
 	s, dir := traitsSession(t, p, look)
 	require.Equal(t, session.EndCompleted, s.Prompt(context.Background(), "do it").Kind)
 
-	require.Equal(t, []string{"look", "scribble", "todo_write"}, offeredTools(p.reqs[0]))
+	require.Equal(t, []string{"look", "scribble", "todo_write"}, offeredTools(p.Requests()[0]))
 	require.Equal(t, "call:c1 result:c1 call:c2 call:c3 result:c2 result:c3", callOrder(t, s.Log().Events()))
 	data, err := os.ReadFile(filepath.Join(dir, "note.txt"))
 	require.NoError(t, err)
@@ -173,7 +173,7 @@ func (askingGate) CheckTool(context.Context, pipeline.Session, pipeline.Call) (p
 // as its tool declares it.
 func TestAnAskWithoutAReasonIsWordedByTheToolsTraits(t *testing.T) {
 	step := append(append(toolCall(0, "c1", "scribble", `{}`), toolCall(1, "c2", "look", `{}`)...), finish(llm.FinishToolCalls))
-	p := &scripted{calls: [][]llm.Chunk{step, {text(0, "done"), finish(llm.FinishStop)}}}
+	p := newScripted([][]llm.Chunk{step, {text(0, "done"), finish(llm.FinishStop)}})
 	var now int64
 	rt := NewRuntime(Config{Model: "m", Provider: p, Clock: func() int64 { now++; return now }, NewID: func() string { return "s-ask" },
 		Log: zerolog.Nop(), Approval: approval.NewService(approval.PolicyNever, func() string { return "a" }),
