@@ -19,6 +19,7 @@ import (
 
 	"github.com/dsh-acp/dsh-acp/internal/acpclient"
 	"github.com/dsh-acp/dsh-acp/internal/acpschema"
+	"github.com/dsh-acp/dsh-acp/internal/testbin"
 	"github.com/dsh-acp/dsh-acp/internal/workertest"
 )
 
@@ -37,12 +38,9 @@ func TestMain(m *testing.M) {
 		fmt.Fprintln(os.Stderr, err)
 		os.Exit(2)
 	}
-	agentBinary = filepath.Join(dir, "dsh-acp")
-	build := exec.Command("go", "build", "-o", agentBinary, "./cmd/dsh-acp")
-	build.Dir = ".."
-	build.Stdout, build.Stderr = os.Stderr, os.Stderr
-	if err := build.Run(); err != nil {
-		fmt.Fprintln(os.Stderr, "building dsh-acp:", err)
+	agentBinary, err = testbin.Build(dir, testbin.Agent, "")
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
 		os.RemoveAll(dir)
 		os.Exit(2)
 	}

@@ -18,6 +18,7 @@ import (
 	"github.com/dsh-acp/dsh-acp/composition"
 	"github.com/dsh-acp/dsh-acp/internal/acpclient"
 	"github.com/dsh-acp/dsh-acp/internal/acpschema"
+	"github.com/dsh-acp/dsh-acp/internal/testbin"
 	"github.com/dsh-acp/dsh-acp/session"
 	"github.com/dsh-acp/dsh-acp/session/jsonl"
 	"github.com/dsh-acp/dsh-acp/session/sqlite"
@@ -162,12 +163,7 @@ func binary(t testing.TB) string {
 			buildErr = err
 			return
 		}
-		builtBin = filepath.Join(dir, "dsh-acp")
-		out, err := exec.Command("go", "build", "-o", builtBin, "../cmd/dsh-acp").CombinedOutput()
-		if err != nil {
-			buildErr = err
-			builtBin = string(out)
-		}
+		builtBin, buildErr = testbin.Build(dir, testbin.Agent, "")
 	})
 	require.NoError(t, buildErr, builtBin)
 	return builtBin

@@ -5,13 +5,14 @@ import (
 	"context"
 	"encoding/json"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/dsh-acp/dsh-acp/internal/testbin"
 )
 
 // TestEndToEndAgainstDshACP builds dsh-acp and runs the whole suite
@@ -21,10 +22,8 @@ func TestEndToEndAgainstDshACP(t *testing.T) {
 		t.Skip("builds and runs dsh-acp")
 	}
 	tmp := t.TempDir()
-	bin := filepath.Join(tmp, "dsh-acp")
-	build := exec.Command("go", "build", "-o", bin, "github.com/dsh-acp/dsh-acp/cmd/dsh-acp")
-	out, err := build.CombinedOutput()
-	require.NoError(t, err, "%s", out)
+	bin, err := testbin.Build(tmp, testbin.Agent, "")
+	require.NoError(t, err)
 
 	sessions := filepath.Join(tmp, "sessions")
 	reportPath := filepath.Join(tmp, "report.json")

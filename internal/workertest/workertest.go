@@ -8,12 +8,10 @@ package workertest
 import (
 	"fmt"
 	"os"
-	"os/exec"
-	"path/filepath"
-	"runtime"
 	"testing"
 
 	"github.com/dsh-acp/dsh-acp/capabilities/jsworker"
+	"github.com/dsh-acp/dsh-acp/internal/testbin"
 )
 
 // Package is the worker's import path.
@@ -44,26 +42,7 @@ func Main(m *testing.M) int {
 // Build builds the worker into dir with the given build tags and returns
 // its path.
 func Build(dir string, tags string) (string, error) {
-	name := jsworker.Executable
-	if runtime.GOOS == "windows" {
-		name += ".exe"
-	}
-	out := filepath.Join(dir, name)
-	// go test puts its own toolchain first on PATH.
-	goTool, err := exec.LookPath("go")
-	if err != nil {
-		return "", fmt.Errorf("building the worker needs the go command: %w", err)
-	}
-	args := []string{"build", "-o", out}
-	if tags != "" {
-		args = append(args, "-tags", tags)
-	}
-	cmd := exec.Command(goTool, append(args, Package)...)
-	cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
-	if b, err := cmd.CombinedOutput(); err != nil {
-		return "", fmt.Errorf("go build %s: %w\n%s", Package, err, b)
-	}
-	return out, nil
+	return testbin.Build(dir, testbin.Worker, tags)
 }
 
 // Pool returns a pool over the built worker (closed with the test),
