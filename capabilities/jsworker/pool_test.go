@@ -25,7 +25,8 @@ import (
 // the mode rides its name): "silent" reads its
 // run and answers only a cancel, "deaf" ignores cancels too, "overflow"
 // dies the way a stack overflow does, "echo" answers every run at once,
-// "asks" makes one call and ends with its answer.
+// "asks" makes one call (a lone one, not in a batch) and ends with its
+// answer, "badbatch" sends a batch holding a call without its payload.
 const fakePrefix = "fake-worker-"
 
 func TestMain(m *testing.M) {
@@ -51,6 +52,8 @@ func fake(mode string) int {
 			_ = conn.Send(jsproto.Message{Type: jsproto.TypeDone, Done: &jsproto.Done{Text: fmt.Sprint(os.Getpid())}})
 		case mode == "asks" && m.Type == jsproto.TypeRun:
 			_ = conn.Send(jsproto.Message{Type: jsproto.TypeCall, Call: &jsproto.Call{ID: 1, Name: "slow"}})
+		case mode == "badbatch" && m.Type == jsproto.TypeRun:
+			_ = conn.Send(jsproto.Message{Type: jsproto.TypeBatch, Batch: []jsproto.Message{{Type: jsproto.TypeCall}}})
 		case mode == "asks" && m.Type == jsproto.TypeReply:
 			_ = conn.Send(jsproto.Message{Type: jsproto.TypeDone, Done: &jsproto.Done{Text: m.Reply.Text}})
 		case mode == "silent" && m.Type == jsproto.TypeCancel:
@@ -94,7 +97,7 @@ func TestACancelledRunEndsWithTheCause(t *testing.T) {
 func TestAWorkerWaitingOnTheAgentIsNotKilled(t *testing.T) {
 	// The worker is silent while the agent works on its request, far past
 	// its compute limit: that is waiting, not spinning.
-	p := fakePool(t, "asks", 50*time.Millisecond)
+	p := fakePool(t, "asks", 400*time.Millisecond)
 	answer := func(delay time.Duration) jsworker.Handler {
 		return func(batch []jsworker.Request) {
 			go func() {
@@ -107,9 +110,17 @@ func TestAWorkerWaitingOnTheAgentIsNotKilled(t *testing.T) {
 	d, err := p.Run(context.Background(), jsproto.Run{Kind: jsproto.KindCode, ComputeMS: 30000}, jsworker.Limits{}, answer(0))
 	require.NoError(t, err)
 	require.Equal(t, jsproto.Done{Text: "late"}, d)
-	d, err = p.Run(context.Background(), jsproto.Run{Kind: jsproto.KindCode, ComputeMS: 100}, jsworker.Limits{}, answer(600*time.Millisecond))
+	d, err = p.Run(context.Background(), jsproto.Run{Kind: jsproto.KindCode, ComputeMS: 100}, jsworker.Limits{}, answer(1500*time.Millisecond))
 	require.NoError(t, err)
 	assert.Equal(t, jsproto.Done{Text: "late"}, d)
+}
+
+func TestAMalformedBatchKillsTheWorker(t *testing.T) {
+	p := fakePool(t, "badbatch", 0)
+	d, err := p.Run(context.Background(), jsproto.Run{Kind: jsproto.KindCode, ComputeMS: 1000}, jsworker.Limits{},
+		func([]jsworker.Request) { t.Error("a malformed batch reached the handler") })
+	require.NoError(t, err)
+	assert.Equal(t, jsproto.Done{Fail: jsworker.FailCrash, Message: `the program worker broke the protocol: the worker sent a malformed request ("call")`}, d)
 }
 
 func TestAWorkerDeafToCancelIsKilledAfterTheGrace(t *testing.T) {

@@ -183,9 +183,10 @@ func (w *worker) Flush() {
 	if len(w.held) == 0 {
 		return
 	}
-	m := jsproto.Message{Type: jsproto.TypeBatch, Batch: w.held}
-	w.held = nil
-	if err := w.conn.Send(m); err != nil {
+	err := w.conn.Send(jsproto.Message{Type: jsproto.TypeBatch, Batch: w.held})
+	clear(w.held)
+	w.held = w.held[:0] // Send encoded it: the array serves the next batch
+	if err != nil {
 		os.Exit(1) // the agent is gone
 	}
 }
