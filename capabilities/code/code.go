@@ -162,7 +162,7 @@ func (t Tool) Run(ctx context.Context, call *capabilities.Call) (capabilities.Re
 	p := &program{tool: t, call: call, dispatcher: capabilities.HostOf(call.Session).Dispatcher}
 	d, err := t.Programs.Run(ctx, jsproto.Run{Kind: jsproto.KindCode, Source: a.Code, Tools: names,
 		ComputeMS: compute.Milliseconds(), MaxDepth: jsproto.DefaultMaxDepth}, jsworker.Limits{Wall: wall},
-		func(m jsproto.Message, answer func(jsproto.Reply)) { p.request(dctx, m, answer) })
+		func(batch []jsworker.Request) { p.request(dctx, batch) })
 	if err != nil {
 		return capabilities.Result{}, fmt.Errorf("run_code: %w", err)
 	}

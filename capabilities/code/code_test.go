@@ -222,3 +222,28 @@ func TestStdoutAndStderrWritesAreCaptured(t *testing.T) {
 	assert.JSONEq(t, `{"logs":[{"source":"stdout","text":"out line\n"},{"source":"stderr","text":"err line"}],"dispatches":0}`, string(out.Meta))
 	assert.Equal(t, "out line\n\nerr line\nundefined", text(out), "no host environment reaches the program")
 }
+
+// TestParallelCallsRunInCallOrder: the calls of a Promise.all run one at a
+// time in call order, each logged before the next starts, even when the
+// program computes between making them; each promise gets its own result.
+func TestParallelCallsRunInCallOrder(t *testing.T) {
+	_, run := newFixture(t, code.Tool{Progress: true})
+	out, events := run(`const spin = (ms: number) => { const end = Date.now() + ms; while (Date.now() < end) {} };
+const r = await Promise.all([tools.echo({text: "a"}), (spin(200), tools.echo({text: "b"})), tools.echo({text: "c"})]);
+return r.map((s: string) => s.trim()).join("")`)
+	require.False(t, out.IsError, text(out))
+	assert.Equal(t, "abc", text(out))
+	var seen []string
+	for _, e := range events {
+		switch e.Type {
+		case code.TypeDispatch:
+			var d code.Dispatch
+			require.NoError(t, e.Decode(&d))
+			seen = append(seen, d.SubCallID+" "+string(d.Arguments))
+		case session.TypeToolProgress:
+			seen = append(seen, "progress")
+		}
+	}
+	assert.Equal(t, []string{`call-1:code:1 {"text":"a"}`, "progress", `call-1:code:2 {"text":"b"}`, "progress",
+		`call-1:code:3 {"text":"c"}`, "progress"}, seen)
+}

@@ -9,6 +9,7 @@ import (
 
 	"github.com/dsh-acp/dsh-acp/capabilities"
 	"github.com/dsh-acp/dsh-acp/capabilities/jsproto"
+	"github.com/dsh-acp/dsh-acp/capabilities/jsworker"
 	"github.com/dsh-acp/dsh-acp/session"
 )
 
@@ -25,26 +26,29 @@ type program struct {
 	shown []string // progress lines: one per dispatch
 }
 
-// request handles one request of the worker (on the pool's reader
-// goroutine): calls run one at a time, in call order — the n-th waits for
-// the (n-1)-th.
-func (p *program) request(ctx context.Context, m jsproto.Message, answer func(jsproto.Reply)) {
-	if m.Type != jsproto.TypeCall || m.Call == nil {
-		answer(jsproto.Reply{Text: "run_code programs can only call tools", IsError: true})
-		return
-	}
-	c := *m.Call
-	subID := fmt.Sprintf("%s:code:%d", p.call.CallID, c.ID)
-	prev, done := p.prev, make(chan struct{})
-	p.prev = done
-	go func() {
-		if prev != nil {
-			<-prev
+// request handles a batch of the worker's requests (on the pool's reader
+// goroutine): the whole batch queues in call order before any of it runs,
+// and calls run one at a time — the n-th waits for the (n-1)-th, whatever
+// batch it came in.
+func (p *program) request(ctx context.Context, batch []jsworker.Request) {
+	for _, r := range batch {
+		if r.Type != jsproto.TypeCall || r.Call == nil {
+			r.Answer(jsproto.Reply{Text: "run_code programs can only call tools", IsError: true})
+			continue
 		}
-		out := p.runOne(ctx, subID, c.Name, c.Args)
-		close(done)
-		answer(jsproto.Reply{Text: out.text, IsError: out.isError})
-	}()
+		c, answer := *r.Call, r.Answer
+		subID := fmt.Sprintf("%s:code:%d", p.call.CallID, c.ID)
+		prev, done := p.prev, make(chan struct{})
+		p.prev = done
+		go func() {
+			if prev != nil {
+				<-prev
+			}
+			out := p.runOne(ctx, subID, c.Name, c.Args)
+			close(done)
+			answer(jsproto.Reply{Text: out.text, IsError: out.isError})
+		}()
+	}
 }
 
 type dispatched struct {

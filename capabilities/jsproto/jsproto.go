@@ -8,7 +8,20 @@
 // tool call and agent() spawn the program makes comes back as a [TypeCall]
 // or [TypeSpawn] with an id the agent answers with a [TypeReply]; the
 // program ends with a [TypeDone]. The agent may send a [TypeCancel] at any
-// time. A worker runs one program at a time and never touches the session,
+// time.
+//
+// Requests travel in batches: the worker holds the requests of one
+// synchronous stretch of the program (its first run up to its first
+// await, or one resumption after an await, its microtasks included) and
+// sends them at the stretch's end as one [TypeBatch], in the order the
+// program made them. The agent takes in a whole batch
+// before it starts any request of it, so every agent() of a stretch is
+// registered (numbered, shown) before any child runs, and a stretch's tool
+// calls queue in call order behind each other, however fast the first one
+// would finish: the order the agent sees does not depend on timing, as it
+// did not when programs ran inside the agent. A worker always flushes its
+// held requests before its Done; a lone TypeCall or TypeSpawn is taken as
+// a batch of one. A worker runs one program at a time and never touches the session,
 // its log, the files or the network: everything with an effect is a
 // request back to the agent, dispatched there through the session's whole
 // pipeline.
@@ -38,6 +51,9 @@ const (
 	TypeCall Type = "call"
 	// TypeSpawn (worker → agent) is a workflow agent() call: [Spawn].
 	TypeSpawn Type = "spawn"
+	// TypeBatch (worker → agent) carries the requests (TypeCall and
+	// TypeSpawn messages) of one synchronous stretch, in call order.
+	TypeBatch Type = "batch"
 	// TypeDone (worker → agent) ends the program: [Done].
 	TypeDone Type = "done"
 	// TypeReady (worker → agent) is the worker's first line: it started,
@@ -70,6 +86,8 @@ type Message struct {
 	Call   *Call   `json:"call,omitempty"`
 	Spawn  *Spawn  `json:"spawn,omitempty"`
 	Done   *Done   `json:"done,omitempty"`
+	// Batch is a TypeBatch's requests; none of them is a batch.
+	Batch []Message `json:"batch,omitempty"`
 }
 
 // Run starts a program.

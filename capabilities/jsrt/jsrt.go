@@ -30,6 +30,12 @@ type Realm struct {
 	// JobLimit bounds each posted job's run inside Await (0: none), like
 	// RunSlice's limit: a compute budget per synchronous stretch.
 	JobLimit time.Duration
+	// OnStretchEnd, when set, is called on the owning goroutine at the end
+	// of each synchronous stretch Await sees: after every job it runs, and
+	// each time it finds no job queued (which ends the stretch that ran
+	// before Await). The host may hand on what the stretch asked for
+	// then, all of it at once.
+	OnStretchEnd func()
 
 	stringify goja.Callable
 	parse     goja.Callable
@@ -135,7 +141,9 @@ var ErrStalled = errors.New("the script awaits a promise that nothing can settle
 // Await runs posted jobs until p settles, ctx ends, or a job is
 // interrupted. A cancelled ctx interrupts a job that is running and
 // returns at once: a promise that nothing will ever settle does not hold
-// the caller beyond the running job's interrupt. idle (nil: never) reports
+// the caller beyond the running job's interrupt. Await calls OnStretchEnd
+// (if set) after each job and, when no job is queued, before it checks
+// idle or waits. idle (nil: never) reports
 // that the host has no operation in flight; with no job queued either,
 // Await returns ErrStalled.
 func (r *Realm) Await(ctx context.Context, p *goja.Promise, idle func() bool) (Settled, error) {
@@ -159,6 +167,7 @@ func (r *Realm) Await(ctx context.Context, p *goja.Promise, idle func() bool) (S
 		r.jobs = nil
 		r.mu.Unlock()
 		if len(jobs) == 0 {
+			r.endStretch()
 			if idle != nil && idle() {
 				return Settled{}, ErrStalled
 			}
@@ -169,13 +178,22 @@ func (r *Realm) Await(ctx context.Context, p *goja.Promise, idle func() bool) (S
 			continue
 		}
 		for _, j := range jobs {
-			if err := r.runJob(j); err != nil {
+			err := r.runJob(j)
+			r.endStretch()
+			if err != nil {
 				if ctx.Err() != nil {
 					return Settled{}, context.Cause(ctx)
 				}
 				return Settled{}, err
 			}
 		}
+	}
+}
+
+// endStretch calls OnStretchEnd, if set.
+func (r *Realm) endStretch() {
+	if r.OnStretchEnd != nil {
+		r.OnStretchEnd()
 	}
 }
 

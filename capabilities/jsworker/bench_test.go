@@ -12,8 +12,10 @@ import (
 )
 
 // answerAtOnce is a handler that answers every call with its arguments.
-func answerAtOnce(m jsproto.Message, answer func(jsproto.Reply)) {
-	answer(jsproto.Reply{Text: m.Call.Args})
+func answerAtOnce(batch []jsworker.Request) {
+	for _, r := range batch {
+		r.Answer(jsproto.Reply{Text: r.Call.Args})
+	}
 }
 
 // BenchmarkSmallProgram is a small run_code program end to end with a

@@ -2,7 +2,8 @@
 // (cmd/dsh-acp-worker): a [Pool] of worker processes, started lazily and
 // kept warm, that runs one model-written program at a time each and hands
 // the program's requests (tool calls, agent() spawns) to the calling tool,
-// which dispatches them through the session's pipeline.
+// which dispatches them through the session's pipeline, a batch (one
+// synchronous stretch of the program) at a time.
 //
 // The limits hold from outside the program: the worker caps its own memory
 // before it reads a program (RLIMIT_AS on Linux, a Job Object on Windows),
@@ -143,9 +144,20 @@ func (p *Pool) Close() {
 	}
 }
 
-// Handler receives a program's requests on the pool's reader goroutine:
-// it must not block, and calls answer exactly once, from any goroutine.
-type Handler func(m jsproto.Message, answer func(jsproto.Reply))
+// Request is one request of a program (a TypeCall or TypeSpawn message)
+// with its answer, which must be called exactly once, from any goroutine.
+type Request struct {
+	jsproto.Message
+	Answer func(jsproto.Reply)
+}
+
+// Handler receives a program's requests a batch at a time (one
+// synchronous stretch of the program, in call order; see package jsproto)
+// on the pool's reader goroutine: it must not block, and it should take in
+// the whole batch (register, number, queue) before it starts any of it, so
+// that what the session shows does not depend on how fast the first
+// request ends.
+type Handler func(batch []Request)
 
 // Limits of one run, enforced by the pool.
 type Limits struct {
@@ -251,8 +263,10 @@ const htmlCompute = 10 * time.Second
 // (the page then shows as text).
 func (p *Pool) Markdown(ctx context.Context, body []byte, u *url.URL, raw bool) (title, md string, err error) {
 	d, err := p.Run(ctx, jsproto.Run{Kind: jsproto.KindHTML, Body: body, URL: u.String(), Raw: raw,
-		ComputeMS: htmlCompute.Milliseconds()}, Limits{}, func(_ jsproto.Message, answer func(jsproto.Reply)) {
-		answer(jsproto.Reply{Err: "a page conversion makes no requests"})
+		ComputeMS: htmlCompute.Milliseconds()}, Limits{}, func(batch []Request) {
+		for _, r := range batch {
+			r.Answer(jsproto.Reply{Err: "a page conversion makes no requests"})
+		}
 	})
 	if err != nil {
 		return "", "", err

@@ -25,7 +25,8 @@ import (
 // the mode rides its name): "silent" reads its
 // run and answers only a cancel, "deaf" ignores cancels too, "overflow"
 // dies the way a stack overflow does, "echo" answers every run at once,
-// "asks" makes one call and ends with its answer.
+// "asks" makes one call (a lone one, not in a batch) and ends with its
+// answer, "badbatch" sends a batch holding a call without its payload.
 const fakePrefix = "fake-worker-"
 
 func TestMain(m *testing.M) {
@@ -51,6 +52,8 @@ func fake(mode string) int {
 			_ = conn.Send(jsproto.Message{Type: jsproto.TypeDone, Done: &jsproto.Done{Text: fmt.Sprint(os.Getpid())}})
 		case mode == "asks" && m.Type == jsproto.TypeRun:
 			_ = conn.Send(jsproto.Message{Type: jsproto.TypeCall, Call: &jsproto.Call{ID: 1, Name: "slow"}})
+		case mode == "badbatch" && m.Type == jsproto.TypeRun:
+			_ = conn.Send(jsproto.Message{Type: jsproto.TypeBatch, Batch: []jsproto.Message{{Type: jsproto.TypeCall}}})
 		case mode == "asks" && m.Type == jsproto.TypeReply:
 			_ = conn.Send(jsproto.Message{Type: jsproto.TypeDone, Done: &jsproto.Done{Text: m.Reply.Text}})
 		case mode == "silent" && m.Type == jsproto.TypeCancel:
@@ -70,7 +73,7 @@ func fakePool(t *testing.T, mode string, grace time.Duration) *jsworker.Pool {
 	return p
 }
 
-func none(jsproto.Message, func(jsproto.Reply)) {}
+func none([]jsworker.Request) {}
 
 func TestASilentWorkerIsKilledPastItsComputeLimit(t *testing.T) {
 	p := fakePool(t, "silent", 100*time.Millisecond)
@@ -94,12 +97,12 @@ func TestACancelledRunEndsWithTheCause(t *testing.T) {
 func TestAWorkerWaitingOnTheAgentIsNotKilled(t *testing.T) {
 	// The worker is silent while the agent works on its request, far past
 	// its compute limit: that is waiting, not spinning.
-	p := fakePool(t, "asks", 50*time.Millisecond)
+	p := fakePool(t, "asks", 400*time.Millisecond)
 	answer := func(delay time.Duration) jsworker.Handler {
-		return func(m jsproto.Message, answer func(jsproto.Reply)) {
+		return func(batch []jsworker.Request) {
 			go func() {
 				time.Sleep(delay)
-				answer(jsproto.Reply{Text: "late"})
+				batch[0].Answer(jsproto.Reply{Text: "late"})
 			}()
 		}
 	}
@@ -107,9 +110,17 @@ func TestAWorkerWaitingOnTheAgentIsNotKilled(t *testing.T) {
 	d, err := p.Run(context.Background(), jsproto.Run{Kind: jsproto.KindCode, ComputeMS: 30000}, jsworker.Limits{}, answer(0))
 	require.NoError(t, err)
 	require.Equal(t, jsproto.Done{Text: "late"}, d)
-	d, err = p.Run(context.Background(), jsproto.Run{Kind: jsproto.KindCode, ComputeMS: 100}, jsworker.Limits{}, answer(600*time.Millisecond))
+	d, err = p.Run(context.Background(), jsproto.Run{Kind: jsproto.KindCode, ComputeMS: 100}, jsworker.Limits{}, answer(1500*time.Millisecond))
 	require.NoError(t, err)
 	assert.Equal(t, jsproto.Done{Text: "late"}, d)
+}
+
+func TestAMalformedBatchKillsTheWorker(t *testing.T) {
+	p := fakePool(t, "badbatch", 0)
+	d, err := p.Run(context.Background(), jsproto.Run{Kind: jsproto.KindCode, ComputeMS: 1000}, jsworker.Limits{},
+		func([]jsworker.Request) { t.Error("a malformed batch reached the handler") })
+	require.NoError(t, err)
+	assert.Equal(t, jsproto.Done{Fail: jsworker.FailCrash, Message: `the program worker broke the protocol: the worker sent a malformed request ("call")`}, d)
 }
 
 func TestAWorkerDeafToCancelIsKilledAfterTheGrace(t *testing.T) {
@@ -169,9 +180,11 @@ func TestRealWorkerAnswersACallAndRuns(t *testing.T) {
 	var calls atomic.Int32
 	d, err := p.Run(context.Background(), jsproto.Run{Kind: jsproto.KindCode, Tools: []string{"echo"}, ComputeMS: 1000, MaxDepth: 1000,
 		Source: `const a = await tools.echo({text: "x"}); return a + "!"`}, jsworker.Limits{},
-		func(m jsproto.Message, answer func(jsproto.Reply)) {
-			calls.Add(1)
-			go answer(jsproto.Reply{Text: strings.ToUpper(m.Call.Args)})
+		func(batch []jsworker.Request) {
+			for _, r := range batch {
+				calls.Add(1)
+				go r.Answer(jsproto.Reply{Text: strings.ToUpper(r.Call.Args)})
+			}
 		})
 	require.NoError(t, err)
 	assert.Equal(t, jsproto.Done{Text: `{"TEXT":"X"}!`, Calls: 1}, d)
@@ -196,4 +209,30 @@ func TestRealWorkerConvertsHTML(t *testing.T) {
 	_, raw, err := p.Markdown(context.Background(), []byte("<p>caf\xe9</p>"), u, true)
 	require.NoError(t, err)
 	assert.Equal(t, "caf\uFFFD", raw)
+}
+
+// TestAStretchsCallsArriveAsOneBatch is the real worker: the calls one
+// synchronous stretch makes reach the handler together, in call order,
+// even when the first is answered at once and the program computes for a
+// while before its next call; the stretch after an await is a batch of
+// its own.
+func TestAStretchsCallsArriveAsOneBatch(t *testing.T) {
+	p := workertest.Pool(t, jsworker.Options{})
+	var batches [][]string
+	d, err := p.Run(context.Background(), jsproto.Run{Kind: jsproto.KindCode, Tools: []string{"echo"}, ComputeMS: 10000, MaxDepth: 1000,
+		Source: `const spin = (ms: number) => { const end = Date.now() + ms; while (Date.now() < end) {} };
+const [a, b] = await Promise.all([tools.echo({i: 1}), (spin(300), tools.echo({i: 2}))]);
+const c = await tools.echo({i: 3});
+return a + b + c`}, jsworker.Limits{},
+		func(batch []jsworker.Request) {
+			var args []string
+			for _, r := range batch {
+				args = append(args, r.Call.Args)
+				r.Answer(jsproto.Reply{Text: r.Call.Args}) // at once
+			}
+			batches = append(batches, args)
+		})
+	require.NoError(t, err)
+	assert.Equal(t, jsproto.Done{Text: `{"i":1}{"i":2}{"i":3}`, Calls: 3}, d)
+	assert.Equal(t, [][]string{{`{"i":1}`, `{"i":2}`}, {`{"i":3}`}}, batches)
 }

@@ -222,19 +222,15 @@ func (w *worker) run(ctx context.Context, r jsproto.Run, lim Limits, h Handler, 
 					return w.crashed("the worker sent an empty done"), false
 				}
 				return *m.Done, true
-			case jsproto.TypeCall, jsproto.TypeSpawn:
-				var id int64
-				if m.Call != nil {
-					id = m.Call.ID
-				} else if m.Spawn != nil {
-					id = m.Spawn.ID
-				} else {
-					return w.crashed("the worker sent an empty request"), false
+			case jsproto.TypeCall, jsproto.TypeSpawn, jsproto.TypeBatch:
+				batch, why := requests(m, answer)
+				if why != "" {
+					return w.crashed(why), false
 				}
 				st.mu.Lock()
-				st.outstanding++
+				st.outstanding += len(batch)
 				st.mu.Unlock()
-				h(m, answer(id))
+				h(batch)
 			default:
 				return w.crashed(fmt.Sprintf("the worker sent an unexpected %q", m.Type)), false
 			}
@@ -271,6 +267,32 @@ func (w *worker) run(ctx context.Context, r jsproto.Run, lim Limits, h Handler, 
 			return w.died(), false
 		}
 	}
+}
+
+// requests unpacks a batch (a lone request is a batch of one), each with
+// its answer; why says what is wrong with a malformed one.
+func requests(m jsproto.Message, answer func(id int64) func(jsproto.Reply)) (batch []Request, why string) {
+	items := []jsproto.Message{m}
+	if m.Type == jsproto.TypeBatch {
+		if len(m.Batch) == 0 {
+			return nil, "the worker sent an empty batch"
+		}
+		items = m.Batch
+	}
+	batch = make([]Request, 0, len(items))
+	for _, it := range items {
+		var id int64
+		switch {
+		case it.Type == jsproto.TypeCall && it.Call != nil:
+			id = it.Call.ID
+		case it.Type == jsproto.TypeSpawn && it.Spawn != nil:
+			id = it.Spawn.ID
+		default:
+			return nil, fmt.Sprintf("the worker sent a malformed request (%q)", it.Type)
+		}
+		batch = append(batch, Request{Message: it, Answer: answer(id)})
+	}
+	return batch, ""
 }
 
 // crashed is a protocol violation: the worker is killed.

@@ -157,6 +157,8 @@ type kids struct {
 	ctx context.Context
 	sem chan struct{}
 	wg  sync.WaitGroup
+
+	turn chan struct{} // closed once the latest started child took its slot (reader goroutine only)
 }
 
 // wait waits (up to the grace) for started children to end.
@@ -174,34 +176,61 @@ func (k *kids) wait() {
 	}
 }
 
-// request handles an agent() spawn of the worker (on the pool's reader
-// goroutine, in call order): the child starts on its own goroutine, at
-// most Concurrency at a time.
-func (k *kids) request(m jsproto.Message, answer func(jsproto.Reply)) {
-	if m.Type != jsproto.TypeSpawn || m.Spawn == nil {
-		answer(jsproto.Reply{Err: "a workflow script can only start agents"})
-		return
+// request handles a batch of agent() spawns of the worker (on the pool's
+// reader goroutine): every child of the batch is numbered and announced
+// (OnAgent) in call order before any starts, as when one synchronous
+// stretch of the script registered them all; then each starts on its own
+// goroutine, taking a slot (at most Concurrency at a time) in call order,
+// so which child runs first does not depend on the scheduler either.
+func (k *kids) request(batch []jsworker.Request) {
+	type child struct {
+		req    subagent.Request
+		ev     AgentEvent
+		answer func(jsproto.Reply)
 	}
-	s := *m.Spawn
-	req := subagent.Request{Prompt: s.Prompt, Model: s.Model}
-	if len(s.Schema) > 0 {
-		sch, err := structured.Parse(s.Schema)
-		if err != nil {
-			answer(jsproto.Reply{Err: err.Error()})
-			return
+	children := make([]child, 0, len(batch))
+	for _, r := range batch {
+		if r.Type != jsproto.TypeSpawn || r.Spawn == nil {
+			r.Answer(jsproto.Reply{Err: "a workflow script can only start agents"})
+			continue
 		}
-		req.Schema, req.Nudges = sch, k.cfg.StructuredNudges
+		s := *r.Spawn
+		req := subagent.Request{Prompt: s.Prompt, Model: s.Model}
+		if len(s.Schema) > 0 {
+			sch, err := structured.Parse(s.Schema)
+			if err != nil {
+				r.Answer(jsproto.Reply{Err: err.Error()})
+				continue
+			}
+			req.Schema, req.Nudges = sch, k.cfg.StructuredNudges
+		}
+		ev := AgentEvent{Index: int(s.ID), Label: s.Label, Phase: s.Phase}
+		if k.cfg.OnAgent != nil {
+			k.cfg.OnAgent(ev)
+		}
+		children = append(children, child{req, ev, r.Answer})
 	}
-	ev := AgentEvent{Index: int(s.ID), Label: s.Label, Phase: s.Phase}
-	if k.cfg.OnAgent != nil {
-		k.cfg.OnAgent(ev)
+	for _, c := range children {
+		k.start(c.req, c.ev, c.answer)
 	}
+}
+
+// start runs one child on its own goroutine once the children started
+// before it took their slots.
+func (k *kids) start(req subagent.Request, ev AgentEvent, answer func(jsproto.Reply)) {
+	prev, mine := k.turn, make(chan struct{})
+	k.turn = mine
 	k.wg.Add(1)
 	go func() {
 		defer k.wg.Done()
+		if prev != nil {
+			<-prev // never blocks past a cancel: every turn is passed on
+		}
 		select {
 		case k.sem <- struct{}{}:
+			close(mine)
 		case <-k.ctx.Done():
+			close(mine)
 			answer(jsproto.Reply{})
 			return
 		}

@@ -6,6 +6,7 @@ import (
 	"os"
 	"runtime"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -328,4 +329,33 @@ func TestAgentModelOptionIsTheChildsModel(t *testing.T) {
 		}
 	}
 	t.Fatal("no request/header in the child's log")
+}
+
+// TestAStretchsAgentsAreAllShownBeforeAnyRuns: the agent() calls of one
+// synchronous stretch are all announced, in call order, before any child
+// runs, even when the first child would end long before the script makes
+// its next call; and with one slot the children run in call order.
+func TestAStretchsAgentsAreAllShownBeforeAnyRuns(t *testing.T) {
+	var mu sync.Mutex
+	var seen []string
+	f := newFixture(t, workflow.Config{Concurrency: 1, OnAgent: func(ev workflow.AgentEvent) {
+		mu.Lock()
+		defer mu.Unlock()
+		if ev.Done {
+			seen = append(seen, "done "+ev.Label)
+		} else {
+			seen = append(seen, "start "+ev.Label)
+		}
+	}})
+	text, isErr := f.run(t, context.Background(), `const spin = (ms) => { const end = Date.now() + ms; while (Date.now() < end) {} };
+return await parallel([
+  () => agent('ECHO a', {label: 'a'}),
+  () => { spin(1000); return agent('ECHO b', {label: 'b'}) },
+  () => agent('ECHO c', {label: 'c'}),
+])`)
+	require.False(t, isErr, text)
+	assert.Equal(t, "workflow \"t\" completed (3 agents).\nReturn value:\n[\n  \"a\",\n  \"b\",\n  \"c\"\n]", text)
+	mu.Lock()
+	defer mu.Unlock()
+	assert.Equal(t, []string{"start a", "start b", "start c", "done a", "done b", "done c"}, seen)
 }

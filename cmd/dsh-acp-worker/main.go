@@ -5,7 +5,8 @@
 // never the agent. The agent starts it (found beside its own executable),
 // confined by the session's sandbox backend, and speaks package jsproto
 // over its stdin and stdout: the worker transforms and runs each program
-// and sends every tool call and agent() spawn back as a request. It never
+// and sends every tool call and agent() spawn back as a request, the
+// requests of each synchronous stretch together in one batch. It never
 // touches the session, its log, the files or the network itself; on Linux
 // it also takes those away from itself with Landlock before it reads the
 // first program, and everywhere it caps its own memory.
@@ -64,6 +65,8 @@ type worker struct {
 	mu      sync.Mutex
 	cancel  context.CancelCauseFunc // the running program's; nil when idle
 	replies map[int64]func(jsproto.Reply)
+
+	held []jsproto.Message // requests not yet sent (the program's goroutine only)
 }
 
 // serve reads messages until the agent closes stdin.
@@ -143,6 +146,7 @@ func (w *worker) start(r jsproto.Run) error {
 				d = jsproto.Done{Fail: jsproto.FailException, Message: fmt.Sprintf("unknown program kind %q", r.Kind)}
 			}
 		}
+		w.Flush() // nothing is held past a program's end
 		w.mu.Lock()
 		w.cancel = nil
 		w.replies = map[int64]func(jsproto.Reply){}
@@ -165,12 +169,24 @@ func convertHTML(r jsproto.Run) jsproto.Done {
 	return jsproto.Done{Title: title, Text: md}
 }
 
-// request registers reply under id and sends m.
+// request registers reply under id and holds m for the next Flush.
 func (w *worker) request(id int64, m jsproto.Message, reply func(jsproto.Reply)) {
 	w.mu.Lock()
 	w.replies[id] = reply
 	w.mu.Unlock()
-	if err := w.conn.Send(m); err != nil {
+	w.held = append(w.held, m)
+}
+
+// Flush implements program.Host and script.Host: the held requests go
+// out as one batch, in call order.
+func (w *worker) Flush() {
+	if len(w.held) == 0 {
+		return
+	}
+	err := w.conn.Send(jsproto.Message{Type: jsproto.TypeBatch, Batch: w.held})
+	clear(w.held)
+	w.held = w.held[:0] // Send encoded it: the array serves the next batch
+	if err != nil {
 		os.Exit(1) // the agent is gone
 	}
 }

@@ -28,9 +28,13 @@ const (
 
 // Host carries a program's tool calls to the agent.
 type Host interface {
-	// Call sends c; reply is called once with the answer, from any
+	// Call queues c; reply is called once with the answer, from any
 	// goroutine.
 	Call(c jsproto.Call, reply func(jsproto.Reply))
+	// Flush sends the calls queued since the last Flush, in call order,
+	// as one batch. The program calls it at the end of each synchronous
+	// stretch (jsrt.Realm.OnStretchEnd) and before it returns.
+	Flush()
 }
 
 // Transform turns the program (TypeScript, a function body) into a
@@ -71,11 +75,13 @@ type program struct {
 }
 
 // Run runs the program of r on the calling goroutine; cancelling ctx stops
-// it (Done.Fail is FailCancelled, or FailWall when the cause is
-// ErrWall).
+// it (Done.Fail is FailCancelled, or FailWall when the cause is ErrWall).
+// Its calls reach host a synchronous stretch at a time (Host.Flush).
 func Run(ctx context.Context, r jsproto.Run, host Host) jsproto.Done {
 	p := &program{run: r, host: host, realm: jsrt.New()}
 	defer p.realm.Close()
+	defer host.Flush()
+	p.realm.OnStretchEnd = host.Flush
 	return p.exec(ctx)
 }
 

@@ -24,9 +24,13 @@ import (
 
 // Host carries a script's agent() calls to the agent.
 type Host interface {
-	// Spawn asks for a child run; reply is called once with its outcome,
+	// Spawn queues a child run; reply is called once with its outcome,
 	// from any goroutine.
 	Spawn(s jsproto.Spawn, reply func(jsproto.Reply))
+	// Flush sends the spawns queued since the last Flush, in call order,
+	// as one batch. The script calls it at the end of each synchronous
+	// stretch (jsrt.Realm.OnStretchEnd) and before it returns.
+	Flush()
 }
 
 func wfError(code, msg string) jsproto.Done {
@@ -37,8 +41,10 @@ var exportMeta = regexp.MustCompile(`^(?:\s|//[^\n]*\n|/\*[\s\S]*?\*/)*export\s+
 
 // Run executes the script of job as the body of an async function in a
 // fresh realm on the calling goroutine. Cancelling ctx stops it
-// (Done.Fail is FailCancelled).
+// (Done.Fail is FailCancelled). Its spawns reach host a synchronous
+// stretch at a time (Host.Flush).
 func Run(ctx context.Context, job jsproto.Run, host Host) jsproto.Done {
+	defer host.Flush()
 	limit := time.Duration(job.ComputeMS) * time.Millisecond
 	if exportMeta.MatchString(job.Source) {
 		return wfError(jsproto.CodeScriptParse, "workflow meta rides the `meta` request field, not the script: "+
@@ -53,6 +59,7 @@ func Run(ctx context.Context, job jsproto.Run, host Host) jsproto.Done {
 	}
 	r := &run{job: job, host: host, realm: jsrt.New(), fatals: map[*goja.Object]bool{}}
 	defer r.realm.Close()
+	r.realm.OnStretchEnd = host.Flush
 	if err := r.install(job.Args); err != nil {
 		return jsproto.Done{Fail: jsproto.FailException, Message: "workflow engine: " + err.Error()}
 	}
