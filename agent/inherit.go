@@ -12,7 +12,7 @@ import (
 // the moment the child is spawned. Inherit returns the member the child
 // gets in its place (the member itself, or one sharing its state).
 type Inheritable interface {
-	Inherit(child pipeline.Session) any
+	Inherit(child pipeline.Conversation) any
 }
 
 // narrower returns the narrower of two values of a knob whose values
@@ -102,7 +102,7 @@ func (s *Session) notePending(knob, value string) {
 // fresh ones (fresh, built by Config.Members for the child), with every
 // Inheritable one replaced by what the parent's Inheritable members hand
 // down, in the parent's order, where the first fresh one stood.
-func inheritMembers(parent *Session, child pipeline.Session, fresh []any) []any {
+func inheritMembers(parent *Session, child pipeline.Conversation, fresh []any) []any {
 	var handed []any
 	for _, m := range parent.composed {
 		if in, ok := m.(Inheritable); ok {

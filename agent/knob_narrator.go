@@ -36,7 +36,7 @@ type narrator struct {
 func (n *narrator) Name() string { return n.k.Narration.Source + " narrator" }
 
 // PrepareStep implements pipeline.StepPreparer.
-func (n *narrator) PrepareStep(context.Context, pipeline.Session, pipeline.Step) (pipeline.StepDecision, error) {
+func (n *narrator) PrepareStep(context.Context, pipeline.Conversation, pipeline.Step) (pipeline.StepDecision, error) {
 	log := n.s.log
 	current := n.s.folded(n.k.ID)
 	told := n.told

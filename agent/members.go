@@ -38,7 +38,7 @@ func (*modeService) Name() string { return "mode" }
 
 // SubmitPrompt implements pipeline.PromptSubmitter: the turn-start flush
 // point, ahead of knob anchoring and hooks.
-func (m *modeService) SubmitPrompt(context.Context, pipeline.Session, pipeline.Prompt) (pipeline.PromptDecision, error) {
+func (m *modeService) SubmitPrompt(context.Context, pipeline.Conversation, pipeline.Prompt) (pipeline.PromptDecision, error) {
 	m.noticeUndefined()
 	m.flush()
 	return pipeline.PromptDecision{}, nil
@@ -46,7 +46,7 @@ func (m *modeService) SubmitPrompt(context.Context, pipeline.Session, pipeline.P
 
 // CheckTool implements pipeline.ToolGate: deny-by-default by the logged
 // mode, before the tool lookup.
-func (m *modeService) CheckTool(_ context.Context, _ pipeline.Session, c pipeline.Call) (pipeline.ToolDecision, error) {
+func (m *modeService) CheckTool(_ context.Context, _ pipeline.Conversation, c pipeline.Call) (pipeline.ToolDecision, error) {
 	t, _ := m.s.tools.Lookup(c.Name)
 	if ok, why := m.s.rt.allowedIn(m.s.LoggedMode(), t, c.Name); !ok {
 		return pipeline.ToolDecision{Verdict: pipeline.ToolDeny, Reason: why}, nil
@@ -56,7 +56,7 @@ func (m *modeService) CheckTool(_ context.Context, _ pipeline.Session, c pipelin
 
 // DecideContinuation implements pipeline.Continuer: the step-end flush
 // point (also after a failed step); it never changes the decision.
-func (m *modeService) DecideContinuation(context.Context, pipeline.Session, pipeline.StepEnd) (pipeline.ContinueDecision, error) {
+func (m *modeService) DecideContinuation(context.Context, pipeline.Conversation, pipeline.StepEnd) (pipeline.ContinueDecision, error) {
 	m.flush()
 	return pipeline.ContinueDecision{}, nil
 }
@@ -122,7 +122,7 @@ type knobAnchor struct{ s *Session }
 func (knobAnchor) Name() string { return "knobs" }
 
 // SubmitPrompt implements pipeline.PromptSubmitter.
-func (k knobAnchor) SubmitPrompt(context.Context, pipeline.Session, pipeline.Prompt) (pipeline.PromptDecision, error) {
+func (k knobAnchor) SubmitPrompt(context.Context, pipeline.Conversation, pipeline.Prompt) (pipeline.PromptDecision, error) {
 	s := k.s
 	for _, kn := range s.rt.knobs() {
 		s.mu.Lock()
@@ -144,7 +144,7 @@ type injections struct{ s *Session }
 func (injections) Name() string { return "injections" }
 
 // PrepareStep implements pipeline.StepPreparer.
-func (in injections) PrepareStep(context.Context, pipeline.Session, pipeline.Step) (pipeline.StepDecision, error) {
+func (in injections) PrepareStep(context.Context, pipeline.Conversation, pipeline.Step) (pipeline.StepDecision, error) {
 	in.s.mu.Lock()
 	q := in.s.takeInjected()
 	in.s.mu.Unlock()

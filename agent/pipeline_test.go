@@ -22,7 +22,7 @@ func chainSession(t *testing.T, p llm.Provider, members ...any) *Session {
 		Model: "m", Provider: p, Clock: func() int64 { now++; return now }, NewID: func() string { return "s-1" },
 		Tools:   func(capabilities.Env) *capabilities.Registry { return capabilities.NewRegistry(todo.Tool{}) },
 		Log:     zerolog.Nop(),
-		Members: func(pipeline.Session) []any { return members },
+		Members: func(pipeline.Conversation) []any { return members },
 	})
 	s, err := rt.NewSession(context.Background(), SessionOptions{Cwd: "/work/project"})
 	require.NoError(t, err)
@@ -40,28 +40,28 @@ type testMember struct {
 	seen     []pipeline.Result
 }
 
-func (m *testMember) SubmitPrompt(context.Context, pipeline.Session, pipeline.Prompt) (pipeline.PromptDecision, error) {
+func (m *testMember) SubmitPrompt(context.Context, pipeline.Conversation, pipeline.Prompt) (pipeline.PromptDecision, error) {
 	if m.panicAt == "prompt" {
 		panic("prompt member broke")
 	}
 	return m.prompt, nil
 }
 
-func (m *testMember) CheckTool(context.Context, pipeline.Session, pipeline.Call) (pipeline.ToolDecision, error) {
+func (m *testMember) CheckTool(context.Context, pipeline.Conversation, pipeline.Call) (pipeline.ToolDecision, error) {
 	if m.panicAt == "tool" {
 		panic("gate broke")
 	}
 	return m.tool, nil
 }
 
-func (m *testMember) ReviewResult(_ context.Context, s pipeline.Session, _ pipeline.Call, r pipeline.Result) (pipeline.ResultDecision, error) {
+func (m *testMember) ReviewResult(_ context.Context, s pipeline.Conversation, _ pipeline.Call, r pipeline.Result) (pipeline.ResultDecision, error) {
 	m.seen = append(m.seen, r)
 	r.Content[0].Text = "mutated by the member"
 	s.Log().Append("test/reviewed", struct{}{})
 	return m.result, nil
 }
 
-func (m *testMember) DecideContinuation(_ context.Context, _ pipeline.Session, st pipeline.StepEnd) (pipeline.ContinueDecision, error) {
+func (m *testMember) DecideContinuation(_ context.Context, _ pipeline.Conversation, st pipeline.StepEnd) (pipeline.ContinueDecision, error) {
 	if m.forceOne && !m.forced && !st.Final {
 		m.forced = true
 		return pipeline.ContinueDecision{Verdict: pipeline.ContinueForce, Steering: &pipeline.Context{

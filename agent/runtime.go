@@ -113,7 +113,7 @@ type Config struct {
 	// They stand behind the runtime's own members (mode service, knob
 	// anchoring, background-task notices, approval narrator); see
 	// package pipeline.
-	Members func(s pipeline.Session) []any
+	Members func(s pipeline.Conversation) []any
 }
 
 // DefaultMaxSteps is the step cap of a turn when Config.MaxSteps is zero.

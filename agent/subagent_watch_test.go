@@ -20,7 +20,7 @@ type watcher struct {
 	started, ended []string
 }
 
-func (w *watcher) StartSubagent(_ context.Context, child pipeline.Session) (*pipeline.Context, error) {
+func (w *watcher) StartSubagent(_ context.Context, child pipeline.Conversation) (*pipeline.Context, error) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	w.started = append(w.started, child.ID())
@@ -28,7 +28,7 @@ func (w *watcher) StartSubagent(_ context.Context, child pipeline.Session) (*pip
 		Content: []session.Block{session.TextBlock("child, be brief")}}, nil
 }
 
-func (w *watcher) StopSubagent(_ context.Context, child pipeline.Session) error {
+func (w *watcher) StopSubagent(_ context.Context, child pipeline.Conversation) error {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	w.ended = append(w.ended, child.ID())
@@ -43,7 +43,7 @@ func TestSubagentWatchersSeeEveryChildStartAndEnd(t *testing.T) {
 	rt := NewRuntime(Config{Model: "m", Provider: p, Clock: func() int64 { now++; return now },
 		NewID:   func() string { id := ids[0]; ids = ids[1:]; return id },
 		Log:     zerolog.Nop(),
-		Members: func(pipeline.Session) []any { return []any{w} },
+		Members: func(pipeline.Conversation) []any { return []any{w} },
 	})
 	parent, err := rt.NewSession(context.Background(), SessionOptions{Cwd: "/w"})
 	require.NoError(t, err)

@@ -40,7 +40,7 @@ type toolModeGate struct{ s *Session }
 func (toolModeGate) Name() string { return "tool mode" }
 
 // CheckTool implements pipeline.ToolGate.
-func (g toolModeGate) CheckTool(_ context.Context, _ pipeline.Session, c pipeline.Call) (pipeline.ToolDecision, error) {
+func (g toolModeGate) CheckTool(_ context.Context, _ pipeline.Conversation, c pipeline.Call) (pipeline.ToolDecision, error) {
 	if t, ok := g.s.tools.Lookup(c.Name); !ok || !t.Traits().Program {
 		return pipeline.ToolDecision{}, nil
 	}

@@ -165,7 +165,7 @@ func TestAWritingToolIsOfferedAndRunsOutsidePlanMode(t *testing.T) {
 type askingGate struct{}
 
 func (askingGate) Name() string { return "asking" }
-func (askingGate) CheckTool(context.Context, pipeline.Session, pipeline.Call) (pipeline.ToolDecision, error) {
+func (askingGate) CheckTool(context.Context, pipeline.Conversation, pipeline.Call) (pipeline.ToolDecision, error) {
 	return pipeline.ToolDecision{Verdict: pipeline.ToolAsk}, nil
 }
 
@@ -177,7 +177,7 @@ func TestAnAskWithoutAReasonIsWordedByTheToolsTraits(t *testing.T) {
 	var now int64
 	rt := NewRuntime(Config{Model: "m", Provider: p, Clock: func() int64 { now++; return now }, NewID: func() string { return "s-ask" },
 		Log: zerolog.Nop(), Approval: approval.NewService(approval.PolicyNever, func() string { return "a" }),
-		Members: func(pipeline.Session) []any { return []any{askingGate{}} },
+		Members: func(pipeline.Conversation) []any { return []any{askingGate{}} },
 		Tools: func(capabilities.Env) *capabilities.Registry {
 			return capabilities.NewRegistry(newLook(), scribbleTool{})
 		}})

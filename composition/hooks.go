@@ -22,7 +22,7 @@ const (
 
 // memberFactory returns the turn-pipeline members a session gets, in
 // registration order.
-type memberFactory func(s pipeline.Session) []any
+type memberFactory func(s pipeline.Conversation) []any
 
 // members wires the composition's pipeline members: the repeat-tool guard
 // (one per session), then the hook bridges. Hook files are read once, here.
@@ -38,7 +38,7 @@ func (c Composition) members(o ServerOptions, approvals *approval.Service, conse
 	if !c.RepeatGuard && bridges == nil && !c.Instructions {
 		return nil
 	}
-	return func(s pipeline.Session) []any {
+	return func(s pipeline.Conversation) []any {
 		var ms []any
 		if c.RepeatGuard {
 			ms = append(ms, guard.New(nil))
@@ -77,7 +77,7 @@ func (c Composition) upstreamMembers(o ServerOptions) memberFactory {
 	if len(bridges) == 0 {
 		return nil
 	}
-	return func(pipeline.Session) []any { return bridges }
+	return func(pipeline.Conversation) []any { return bridges }
 }
 
 // loadUpstream reads one upstream hook file; every problem is a warning.

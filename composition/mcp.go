@@ -99,7 +99,7 @@ type mcpSettle struct{}
 func (mcpSettle) Name() string { return "mcp settle" }
 
 // SubmitPrompt implements pipeline.PromptSubmitter.
-func (mcpSettle) SubmitPrompt(ctx context.Context, s pipeline.Session, _ pipeline.Prompt) (pipeline.PromptDecision, error) {
+func (mcpSettle) SubmitPrompt(ctx context.Context, s pipeline.Conversation, _ pipeline.Prompt) (pipeline.PromptDecision, error) {
 	if tools := capabilities.HostOf(s).Tools; tools != nil {
 		ctx, cancel := context.WithTimeout(ctx, mcpSettleTime)
 		defer cancel()

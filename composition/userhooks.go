@@ -113,7 +113,7 @@ func (c Composition) defaultMembers(o ServerOptions, approvals *approval.Service
 		def := c.Sandbox
 		runner.Sandbox = &hooks.Sandboxing{
 			Confiner: confiner,
-			Mode: func(s pipeline.Session) sandbox.Mode {
+			Mode: func(s pipeline.Conversation) sandbox.Mode {
 				if k := capabilities.HostOf(s).Knobs; k != nil {
 					if v, ok := k.Knob(agent.KnobSandboxMode); ok {
 						return sandbox.Mode(v)
@@ -121,11 +121,11 @@ func (c Composition) defaultMembers(o ServerOptions, approvals *approval.Service
 				}
 				return def
 			},
-			Root: func(s pipeline.Session) string { return s.Cwd() },
+			Root: func(s pipeline.Conversation) string { return s.Cwd() },
 		}
 	}
 	counters := map[hooks.Dialect]*hooks.Counter{hooks.Claude: {}, hooks.Codex: {}}
-	return func(s pipeline.Session) []any {
+	return func(s pipeline.Conversation) []any {
 		project := loadHookFiles(o.Log, projectHookFiles(s.Cwd()))
 		var ms []any
 		if problems := append(append([]string(nil), user.problems...), project.problems...); len(problems) > 0 {
@@ -168,7 +168,7 @@ func (c Composition) defaultMembers(o ServerOptions, approvals *approval.Service
 type inheritedBridge struct{ *hooks.Bridge }
 
 // Inherit implements agent.Inheritable.
-func (b inheritedBridge) Inherit(pipeline.Session) any { return b }
+func (b inheritedBridge) Inherit(pipeline.Conversation) any { return b }
 
 // hookNotice tells the user, at the session's first prompt, which hook
 // configuration was rejected (a visible message in the editor).
@@ -181,7 +181,7 @@ type hookNotice struct {
 func (*hookNotice) Name() string { return "hook config notice" }
 
 // SubmitPrompt implements pipeline.PromptSubmitter.
-func (n *hookNotice) SubmitPrompt(_ context.Context, s pipeline.Session, _ pipeline.Prompt) (pipeline.PromptDecision, error) {
+func (n *hookNotice) SubmitPrompt(_ context.Context, s pipeline.Conversation, _ pipeline.Prompt) (pipeline.PromptDecision, error) {
 	n.once.Do(func() {
 		s.Log().Append(agent.TypeCommandResult, agent.CommandResult{Command: "hooks", Text: n.text})
 	})
@@ -217,7 +217,7 @@ func newProjectConsent(store *consentStore, approvals *approval.Service, project
 }
 
 // Allow implements hooks.Consent.
-func (p *projectConsent) Allow(ctx context.Context, s pipeline.Session) bool {
+func (p *projectConsent) Allow(ctx context.Context, s pipeline.Conversation) bool {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	if p.decided {

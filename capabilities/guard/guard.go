@@ -61,7 +61,7 @@ func (*Guard) Name() string { return Plugin }
 
 // SubmitPrompt implements pipeline.PromptSubmitter: a prompt resets the
 // count.
-func (g *Guard) SubmitPrompt(context.Context, pipeline.Session, pipeline.Prompt) (pipeline.PromptDecision, error) {
+func (g *Guard) SubmitPrompt(context.Context, pipeline.Conversation, pipeline.Prompt) (pipeline.PromptDecision, error) {
 	g.mu.Lock()
 	g.last, g.count = "", 0
 	g.mu.Unlock()
@@ -70,7 +70,7 @@ func (g *Guard) SubmitPrompt(context.Context, pipeline.Session, pipeline.Prompt)
 
 // ReviewResult implements pipeline.ResultReviewer: it counts the call and,
 // at a threshold, adds its reminder as the call's context.
-func (g *Guard) ReviewResult(_ context.Context, _ pipeline.Session, c pipeline.Call, _ pipeline.Result) (pipeline.ResultDecision, error) {
+func (g *Guard) ReviewResult(_ context.Context, _ pipeline.Conversation, c pipeline.Call, _ pipeline.Result) (pipeline.ResultDecision, error) {
 	canonical := Canonical(c.Args)
 	key := string(append(jsonx.AppendString(append(jsonx.AppendString([]byte{'['}, c.Name), ','), canonical), ']'))
 	g.mu.Lock()

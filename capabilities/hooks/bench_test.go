@@ -22,8 +22,8 @@ func benchSandbox(b *testing.B) *Sandboxing {
 	if _, _, err := p.Select(context.Background(), sandbox.WorkspaceWrite); err != nil {
 		b.Skipf("no sandbox backend: %v", err)
 	}
-	return &Sandboxing{Confiner: p, Mode: func(pipeline.Session) sandbox.Mode { return sandbox.WorkspaceWrite },
-		Root: func(s pipeline.Session) string { return s.Cwd() }}
+	return &Sandboxing{Confiner: p, Mode: func(pipeline.Conversation) sandbox.Mode { return sandbox.WorkspaceWrite },
+		Root: func(s pipeline.Conversation) string { return s.Cwd() }}
 }
 
 // BenchmarkConfinedProcessStart is the floor a hook is measured against:

@@ -23,7 +23,7 @@ func (c *Counter) next() int64 { return c.n.Add(1) }
 // user's agreement (Group.Untrusted: a project's hooks). It is asked each
 // time such a hook would run, and remembers what it can.
 type Consent interface {
-	Allow(ctx context.Context, s pipeline.Session) bool
+	Allow(ctx context.Context, s pipeline.Conversation) bool
 }
 
 // Bridge is one dialect's hooks on the turn pipeline: a member of the
@@ -79,7 +79,7 @@ func (b *Bridge) context(m Merged) *pipeline.Context {
 
 // point runs every hook of point whose group matches query, sequentially,
 // logging hook/invoked + hook/result when logged, and merges the outputs.
-func (b *Bridge) point(ctx context.Context, s pipeline.Session, e event, query string, logged bool) Merged {
+func (b *Bridge) point(ctx context.Context, s pipeline.Conversation, e event, query string, logged bool) Merged {
 	groups := b.Config.Points[e.point]
 	if len(groups) == 0 {
 		return Merged{Decision: MergedNone}
@@ -120,7 +120,7 @@ type ranHook struct {
 }
 
 // runOne runs one hook and decodes it.
-func (b *Bridge) runOne(ctx context.Context, s pipeline.Session, e event, h Command) ranHook {
+func (b *Bridge) runOne(ctx context.Context, s pipeline.Conversation, e event, h Command) ranHook {
 	d := b.Config.Dialect
 	stdin := payload(d, s, e)
 	var env []string
@@ -144,10 +144,10 @@ func (b *Bridge) runOne(ctx context.Context, s pipeline.Session, e event, h Comm
 }
 
 // lastTurn is the number of the log's last turn/start.
-func lastTurn(s pipeline.Session) int { return session.LastTurn(s.Log().Events()) }
+func lastTurn(s pipeline.Conversation) int { return session.LastTurn(s.Log().Events()) }
 
 // SubmitPrompt implements pipeline.PromptSubmitter (UserPromptSubmit).
-func (b *Bridge) SubmitPrompt(ctx context.Context, s pipeline.Session, p pipeline.Prompt) (pipeline.PromptDecision, error) {
+func (b *Bridge) SubmitPrompt(ctx context.Context, s pipeline.Conversation, p pipeline.Prompt) (pipeline.PromptDecision, error) {
 	m := b.point(ctx, s, event{point: UserPromptSubmit, turn: p.Turn, prompt: p.Text()}, "", true)
 	if m.Decision == MergedDeny {
 		return pipeline.PromptDecision{Block: true, Reason: orDefault(m.Reason, "blocked by UserPromptSubmit hook")}, nil
@@ -157,7 +157,7 @@ func (b *Bridge) SubmitPrompt(ctx context.Context, s pipeline.Session, p pipelin
 
 // CheckTool implements pipeline.ToolGate (PreToolUse). A Claude "ask"
 // goes to the approval path; Codex has no ask.
-func (b *Bridge) CheckTool(ctx context.Context, s pipeline.Session, c pipeline.Call) (pipeline.ToolDecision, error) {
+func (b *Bridge) CheckTool(ctx context.Context, s pipeline.Conversation, c pipeline.Call) (pipeline.ToolDecision, error) {
 	m := b.point(ctx, s, event{point: PreToolUse, call: &c}, c.Name, true)
 	switch {
 	case m.Decision == MergedDeny:
@@ -170,7 +170,7 @@ func (b *Bridge) CheckTool(ctx context.Context, s pipeline.Session, c pipeline.C
 
 // ReviewResult implements pipeline.ResultReviewer (PostToolUse, also for
 // denied and failed calls).
-func (b *Bridge) ReviewResult(ctx context.Context, s pipeline.Session, c pipeline.Call, r pipeline.Result) (pipeline.ResultDecision, error) {
+func (b *Bridge) ReviewResult(ctx context.Context, s pipeline.Conversation, c pipeline.Call, r pipeline.Result) (pipeline.ResultDecision, error) {
 	if len(b.Config.Points[PostToolUse]) == 0 {
 		return pipeline.ResultDecision{}, nil
 	}
@@ -185,7 +185,7 @@ func (b *Bridge) ReviewResult(ctx context.Context, s pipeline.Session, c pipelin
 
 // DecideContinuation implements pipeline.Continuer (Stop, after every
 // successful step): a block forces another step steered by its reason.
-func (b *Bridge) DecideContinuation(ctx context.Context, s pipeline.Session, st pipeline.StepEnd) (pipeline.ContinueDecision, error) {
+func (b *Bridge) DecideContinuation(ctx context.Context, s pipeline.Conversation, st pipeline.StepEnd) (pipeline.ContinueDecision, error) {
 	if st.Final {
 		return pipeline.ContinueDecision{}, nil
 	}
@@ -200,7 +200,7 @@ func (b *Bridge) DecideContinuation(ctx context.Context, s pipeline.Session, st 
 
 // StartSession implements pipeline.SessionStarter (SessionStart, detached
 // and not logged); its context is injected into the session.
-func (b *Bridge) StartSession(ctx context.Context, s pipeline.Session, source string) (*pipeline.Context, error) {
+func (b *Bridge) StartSession(ctx context.Context, s pipeline.Conversation, source string) (*pipeline.Context, error) {
 	if len(b.Config.Points[SessionStart]) == 0 {
 		return nil, nil
 	}
@@ -211,7 +211,7 @@ func (b *Bridge) StartSession(ctx context.Context, s pipeline.Session, source st
 // Claude only, detached and not logged): the payload is built from the
 // child, the match query is the agent type, and the context is injected
 // into the child.
-func (b *Bridge) StartSubagent(ctx context.Context, child pipeline.Session) (*pipeline.Context, error) {
+func (b *Bridge) StartSubagent(ctx context.Context, child pipeline.Conversation) (*pipeline.Context, error) {
 	if len(b.Config.Points[SubagentStart]) == 0 {
 		return nil, nil
 	}
@@ -220,7 +220,7 @@ func (b *Bridge) StartSubagent(ctx context.Context, child pipeline.Session) (*pi
 
 // StopSubagent implements pipeline.SubagentWatcher (SubagentStop, Claude
 // only, detached and not logged; its decision changes nothing).
-func (b *Bridge) StopSubagent(ctx context.Context, child pipeline.Session) error {
+func (b *Bridge) StopSubagent(ctx context.Context, child pipeline.Conversation) error {
 	if len(b.Config.Points[SubagentStop]) == 0 {
 		return nil
 	}

@@ -53,7 +53,7 @@ const subagentType = "general-purpose"
 
 // payload returns the hook's stdin object for e in dialect d
 // (hooks contract § 4).
-func payload(d Dialect, s pipeline.Session, e event) []byte {
+func payload(d Dialect, s pipeline.Conversation, e event) []byte {
 	id, cwd := "", processCwd()
 	if s != nil {
 		id = s.ID()

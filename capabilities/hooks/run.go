@@ -40,9 +40,9 @@ type Confiner interface {
 type Sandboxing struct {
 	Confiner Confiner
 	// Mode returns the session's effective sandbox mode.
-	Mode func(s pipeline.Session) sandbox.Mode
+	Mode func(s pipeline.Conversation) sandbox.Mode
 	// Root returns the writable workspace root for the session.
-	Root func(s pipeline.Session) string
+	Root func(s pipeline.Conversation) string
 }
 
 // Runner runs hook commands: `bash -c <command>` in the session's working
@@ -90,14 +90,14 @@ type Spec struct {
 // Run executes one hook for session s. It never fails: a spawn or
 // sandbox failure is a run without exit code whose stderr is the error
 // (hooks contract § 3).
-func (r *Runner) Run(ctx context.Context, s pipeline.Session, sp Spec) Run {
+func (r *Runner) Run(ctx context.Context, s pipeline.Conversation, sp Spec) Run {
 	start := time.Now()
 	run := r.run(ctx, s, sp)
 	run.Duration = time.Since(start)
 	return run
 }
 
-func (r *Runner) run(ctx context.Context, s pipeline.Session, sp Spec) Run {
+func (r *Runner) run(ctx context.Context, s pipeline.Conversation, sp Spec) Run {
 	line := sp.Command
 	if r.Sandbox != nil {
 		policy := sandbox.Policy{Mode: r.Sandbox.Mode(s), WorkspaceRoot: r.Sandbox.Root(s),

@@ -131,8 +131,8 @@ func TestRunnerConfinesLikeBash(t *testing.T) {
 	dir := t.TempDir()
 	mode := sandbox.ReadOnly
 	r := &Runner{Sandbox: &Sandboxing{Confiner: p,
-		Mode: func(pipeline.Session) sandbox.Mode { return mode },
-		Root: func(s pipeline.Session) string { return s.Cwd() }}}
+		Mode: func(pipeline.Conversation) sandbox.Mode { return mode },
+		Root: func(s pipeline.Conversation) string { return s.Cwd() }}}
 	run := runIn(t, r, dir, `echo hi > written.txt`, 10*time.Second)
 	require.NotEqual(t, 0, *run.ExitCode, "read-only: the hook cannot write the project")
 	require.NoFileExists(t, filepath.Join(dir, "written.txt"))
@@ -143,8 +143,8 @@ func TestRunnerConfinesLikeBash(t *testing.T) {
 	require.FileExists(t, filepath.Join(dir, "written.txt"))
 
 	unavailable := &Runner{Sandbox: &Sandboxing{Confiner: sandbox.NewProvider(),
-		Mode: func(pipeline.Session) sandbox.Mode { return sandbox.ReadOnly },
-		Root: func(s pipeline.Session) string { return s.Cwd() }}}
+		Mode: func(pipeline.Conversation) sandbox.Mode { return sandbox.ReadOnly },
+		Root: func(s pipeline.Conversation) string { return s.Cwd() }}}
 	run = runIn(t, unavailable, dir, `echo never > never.txt`, time.Second)
 	require.Nil(t, run.ExitCode, "fails closed: the hook does not run unconfined")
 	require.Contains(t, run.Stderr, "refusing to run the command unconfined")
@@ -171,8 +171,8 @@ func TestRunnerWritesExtraRootsLikeTheRoot(t *testing.T) {
 	}
 	mode := sandbox.WorkspaceWrite
 	r := &Runner{Sandbox: &Sandboxing{Confiner: p,
-		Mode: func(pipeline.Session) sandbox.Mode { return mode },
-		Root: func(s pipeline.Session) string { return s.Cwd() }}}
+		Mode: func(pipeline.Conversation) sandbox.Mode { return mode },
+		Root: func(s pipeline.Conversation) string { return s.Cwd() }}}
 	s := rootsSession{stubSession: stubSession{id: "s", cwd: proj}, roots: []string{extra}}
 	hook := func(command string) Run {
 		return r.Run(context.Background(), s, Spec{Command: command, Dir: proj, Timeout: 10 * time.Second})

@@ -51,7 +51,7 @@ func TestBadHooksNeverWedgeATurn(t *testing.T) {
 		Model: "m", Provider: twoSteps(), Clock: func() int64 { return 0 }, NewID: func() string { return "s" },
 		Tools:   func(capabilities.Env) *capabilities.Registry { return capabilities.NewRegistry(todo.Tool{}) },
 		Log:     zerolog.Nop(),
-		Members: func(pipeline.Session) []any { return []any{bridge} },
+		Members: func(pipeline.Conversation) []any { return []any{bridge} },
 	})
 	s, err := rt.NewSession(context.Background(), agent.SessionOptions{Cwd: dir})
 	require.NoError(t, err)

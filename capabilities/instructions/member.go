@@ -34,7 +34,7 @@ var _ pipeline.ResultReviewer = (*Nested)(nil)
 func (*Nested) Name() string { return Plugin }
 
 // ReviewResult implements pipeline.ResultReviewer.
-func (n *Nested) ReviewResult(_ context.Context, s pipeline.Session, c pipeline.Call, r pipeline.Result) (pipeline.ResultDecision, error) {
+func (n *Nested) ReviewResult(_ context.Context, s pipeline.Conversation, c pipeline.Call, r pipeline.Result) (pipeline.ResultDecision, error) {
 	if c.Name != "read" || r.IsError {
 		return pipeline.ResultDecision{}, nil
 	}

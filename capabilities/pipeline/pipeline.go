@@ -34,8 +34,9 @@ import (
 	"github.com/dsh-acp/dsh-acp/session"
 )
 
-// Session is what a member may use of the session it runs for.
-type Session interface {
+// Conversation is what a member may use of the conversation (the agent
+// session) it runs for.
+type Conversation interface {
 	// ID is the session id.
 	ID() string
 	// Cwd is the session's working directory.
@@ -44,7 +45,7 @@ type Session interface {
 	// events (hook/invoked, knob switches) to it.
 	Log() *session.Log
 	// Host is what the session's host supplies and what the session
-	// offers (its knobs, its tool registry); a Session is therefore a
+	// offers (its knobs, its tool registry); a Conversation is therefore a
 	// capabilities.Env, and capabilities.HostOf reads it.
 	Host() *capabilities.Host
 }
@@ -181,33 +182,33 @@ type ContinueDecision struct {
 
 // PromptSubmitter is a member of the prompt-submit chain.
 type PromptSubmitter interface {
-	SubmitPrompt(ctx context.Context, s Session, p Prompt) (PromptDecision, error)
+	SubmitPrompt(ctx context.Context, s Conversation, p Prompt) (PromptDecision, error)
 }
 
 // StepPreparer is a member of the pre-step chain.
 type StepPreparer interface {
-	PrepareStep(ctx context.Context, s Session, st Step) (StepDecision, error)
+	PrepareStep(ctx context.Context, s Conversation, st Step) (StepDecision, error)
 }
 
 // ToolGate is a member of the pre-execute chain.
 type ToolGate interface {
-	CheckTool(ctx context.Context, s Session, c Call) (ToolDecision, error)
+	CheckTool(ctx context.Context, s Conversation, c Call) (ToolDecision, error)
 }
 
 // ResultReviewer is a member of the post-execute chain.
 type ResultReviewer interface {
-	ReviewResult(ctx context.Context, s Session, c Call, r Result) (ResultDecision, error)
+	ReviewResult(ctx context.Context, s Conversation, c Call, r Result) (ResultDecision, error)
 }
 
 // Continuer is a member of the continuation chain.
 type Continuer interface {
-	DecideContinuation(ctx context.Context, s Session, st StepEnd) (ContinueDecision, error)
+	DecideContinuation(ctx context.Context, s Conversation, st StepEnd) (ContinueDecision, error)
 }
 
 // SessionStarter runs, detached, when a session starts (source "startup")
 // or is loaded ("resume"). Context it returns is injected into the session.
 type SessionStarter interface {
-	StartSession(ctx context.Context, s Session, source string) (*Context, error)
+	StartSession(ctx context.Context, s Conversation, source string) (*Context, error)
 }
 
 // SubagentWatcher runs when a child agent starts and when it ends (the
@@ -215,8 +216,8 @@ type SessionStarter interface {
 // logged and the decision changes nothing). Context returned at the start
 // is injected into the child.
 type SubagentWatcher interface {
-	StartSubagent(ctx context.Context, child Session) (*Context, error)
-	StopSubagent(ctx context.Context, child Session) error
+	StartSubagent(ctx context.Context, child Conversation) (*Context, error)
+	StopSubagent(ctx context.Context, child Conversation) error
 }
 
 // Namer is implemented by members that name themselves in diagnostics.
@@ -266,7 +267,7 @@ func (p *Pipeline) HasStarters() bool { return len(p.starters) > 0 }
 // SubmitPrompt runs the prompt-submit chain. The first member that blocks
 // ends the chain (later members do not run); contexts of the members that
 // ran are merged into one message (see [Merge]). Fail-safe: pass.
-func (p *Pipeline) SubmitPrompt(ctx context.Context, s Session, pr Prompt) PromptDecision {
+func (p *Pipeline) SubmitPrompt(ctx context.Context, s Conversation, pr Prompt) PromptDecision {
 	var merged *Context
 	for _, m := range p.prompt {
 		in := pr
@@ -282,7 +283,7 @@ func (p *Pipeline) SubmitPrompt(ctx context.Context, s Session, pr Prompt) Promp
 
 // PrepareStep runs the pre-step chain and returns every member's notices
 // in order. Fail-safe: no notices.
-func (p *Pipeline) PrepareStep(ctx context.Context, s Session, st Step) []Context {
+func (p *Pipeline) PrepareStep(ctx context.Context, s Conversation, st Step) []Context {
 	var out []Context
 	for _, m := range p.step {
 		d := contain(p, m, "pre step", StepDecision{}, func() (StepDecision, error) { return m.PrepareStep(ctx, s, st) })
@@ -298,7 +299,7 @@ func (p *Pipeline) PrepareStep(ctx context.Context, s Session, st Step) []Contex
 // CheckTool runs the pre-execute chain: the first member that denies or
 // asks decides (later members do not run). Fail-safe: deny — a gate that
 // breaks keeps the tool from running.
-func (p *Pipeline) CheckTool(ctx context.Context, s Session, c Call) ToolDecision {
+func (p *Pipeline) CheckTool(ctx context.Context, s Conversation, c Call) ToolDecision {
 	for _, m := range p.gate {
 		in := c
 		in.Args = append(json.RawMessage(nil), c.Args...)
@@ -314,7 +315,7 @@ func (p *Pipeline) CheckTool(ctx context.Context, s Session, c Call) ToolDecisio
 // ReviewResult runs the post-execute chain over a snapshot of r: the first
 // member that blocks decides (later members do not run); contexts of the
 // members that ran are merged, a block's included. Fail-safe: pass.
-func (p *Pipeline) ReviewResult(ctx context.Context, s Session, c Call, r Result) ResultDecision {
+func (p *Pipeline) ReviewResult(ctx context.Context, s Conversation, c Call, r Result) ResultDecision {
 	var merged *Context
 	for _, m := range p.review {
 		in := c
@@ -336,7 +337,7 @@ func (p *Pipeline) ReviewResult(ctx context.Context, s Session, c Call, r Result
 // DecideContinuation runs the continuation chain: the first member that
 // forces or stops decides (later members do not run). Fail-safe: the
 // default.
-func (p *Pipeline) DecideContinuation(ctx context.Context, s Session, st StepEnd) ContinueDecision {
+func (p *Pipeline) DecideContinuation(ctx context.Context, s Conversation, st StepEnd) ContinueDecision {
 	for _, m := range p.cont {
 		d := contain(p, m, "continuation", ContinueDecision{}, func() (ContinueDecision, error) { return m.DecideContinuation(ctx, s, st) })
 		if d.Verdict == ContinueForce || d.Verdict == ContinueStop {
@@ -353,7 +354,7 @@ func (p *Pipeline) DecideContinuation(ctx context.Context, s Session, st StepEnd
 
 // StartSession runs every session-start member (the caller runs this
 // detached) and returns their contexts merged. Fail-safe: none.
-func (p *Pipeline) StartSession(ctx context.Context, s Session, source string) *Context {
+func (p *Pipeline) StartSession(ctx context.Context, s Conversation, source string) *Context {
 	var merged *Context
 	for _, m := range p.starters {
 		d := contain(p, m, "session start", (*Context)(nil), func() (*Context, error) { return m.StartSession(ctx, s, source) })
@@ -367,7 +368,7 @@ func (p *Pipeline) HasWatchers() bool { return len(p.watchers) > 0 }
 
 // StartSubagent runs every subagent watcher for a child that starts and
 // returns their contexts merged. Fail-safe: none.
-func (p *Pipeline) StartSubagent(ctx context.Context, child Session) *Context {
+func (p *Pipeline) StartSubagent(ctx context.Context, child Conversation) *Context {
 	var merged *Context
 	for _, m := range p.watchers {
 		d := contain(p, m, "subagent start", (*Context)(nil), func() (*Context, error) { return m.StartSubagent(ctx, child) })
@@ -377,7 +378,7 @@ func (p *Pipeline) StartSubagent(ctx context.Context, child Session) *Context {
 }
 
 // StopSubagent runs every subagent watcher for a child that ended.
-func (p *Pipeline) StopSubagent(ctx context.Context, child Session) {
+func (p *Pipeline) StopSubagent(ctx context.Context, child Conversation) {
 	for _, m := range p.watchers {
 		contain(p, m, "subagent stop", struct{}{}, func() (struct{}, error) { return struct{}{}, m.StopSubagent(ctx, child) })
 	}

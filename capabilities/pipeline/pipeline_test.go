@@ -55,25 +55,25 @@ func (m *member) enter() error {
 	return m.err
 }
 
-func (m *member) SubmitPrompt(_ context.Context, _ Session, p Prompt) (PromptDecision, error) {
+func (m *member) SubmitPrompt(_ context.Context, _ Conversation, p Prompt) (PromptDecision, error) {
 	if m.mutate {
 		p.Content[0].Text = "rewritten"
 	}
 	return m.prompt, m.enter()
 }
 
-func (m *member) PrepareStep(context.Context, Session, Step) (StepDecision, error) {
+func (m *member) PrepareStep(context.Context, Conversation, Step) (StepDecision, error) {
 	return StepDecision{Notices: m.notes}, m.enter()
 }
 
-func (m *member) CheckTool(_ context.Context, _ Session, c Call) (ToolDecision, error) {
+func (m *member) CheckTool(_ context.Context, _ Conversation, c Call) (ToolDecision, error) {
 	if m.mutate && len(c.Args) > 0 {
 		c.Args[0] = 'X'
 	}
 	return m.tool, m.enter()
 }
 
-func (m *member) ReviewResult(_ context.Context, _ Session, _ Call, r Result) (ResultDecision, error) {
+func (m *member) ReviewResult(_ context.Context, _ Conversation, _ Call, r Result) (ResultDecision, error) {
 	if m.mutate {
 		r.Content[0].Text = "tampered"
 		r.IsError = !r.IsError
@@ -82,7 +82,7 @@ func (m *member) ReviewResult(_ context.Context, _ Session, _ Call, r Result) (R
 	return m.result, m.enter()
 }
 
-func (m *member) DecideContinuation(context.Context, Session, StepEnd) (ContinueDecision, error) {
+func (m *member) DecideContinuation(context.Context, Conversation, StepEnd) (ContinueDecision, error) {
 	return m.cont, m.enter()
 }
 
@@ -124,7 +124,7 @@ func TestPromptMemberMutatingItsInputChangesNothing(t *testing.T) {
 
 type spyPrompt struct{ seen *[]string }
 
-func (s spyPrompt) SubmitPrompt(_ context.Context, _ Session, p Prompt) (PromptDecision, error) {
+func (s spyPrompt) SubmitPrompt(_ context.Context, _ Conversation, p Prompt) (PromptDecision, error) {
 	*s.seen = append(*s.seen, p.Text())
 	return PromptDecision{}, nil
 }
@@ -150,7 +150,7 @@ func TestResultMemberMutatingTheResultItIsHandedHasNoEffect(t *testing.T) {
 
 type spyResult struct{ got *[]Result }
 
-func (s spyResult) ReviewResult(_ context.Context, _ Session, _ Call, r Result) (ResultDecision, error) {
+func (s spyResult) ReviewResult(_ context.Context, _ Conversation, _ Call, r Result) (ResultDecision, error) {
 	*s.got = append(*s.got, r)
 	return ResultDecision{}, nil
 }

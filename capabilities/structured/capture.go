@@ -102,7 +102,7 @@ type captureMember struct{ c *Capture }
 func (captureMember) Name() string { return "structured-output" }
 
 // CheckTool implements pipeline.ToolGate: nothing runs after a capture.
-func (m captureMember) CheckTool(_ context.Context, _ pipeline.Session, call pipeline.Call) (pipeline.ToolDecision, error) {
+func (m captureMember) CheckTool(_ context.Context, _ pipeline.Conversation, call pipeline.Call) (pipeline.ToolDecision, error) {
 	if _, ok := m.c.Value(); ok {
 		return pipeline.ToolDecision{Verdict: pipeline.ToolDeny,
 			Reason: fmt.Sprintf("structured output already recorded: the run is complete, so `%s` is not executed", call.Name)}, nil
@@ -112,7 +112,7 @@ func (m captureMember) CheckTool(_ context.Context, _ pipeline.Session, call pip
 
 // DecideContinuation implements pipeline.Continuer: the veto — a captured
 // run stops after this step.
-func (m captureMember) DecideContinuation(_ context.Context, _ pipeline.Session, st pipeline.StepEnd) (pipeline.ContinueDecision, error) {
+func (m captureMember) DecideContinuation(_ context.Context, _ pipeline.Conversation, st pipeline.StepEnd) (pipeline.ContinueDecision, error) {
 	if _, ok := m.c.Value(); ok {
 		return pipeline.ContinueDecision{Verdict: pipeline.ContinueStop}, nil
 	}
