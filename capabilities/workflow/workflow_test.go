@@ -233,12 +233,12 @@ func TestCancelledRunSettlesWhileAwaitingForever(t *testing.T) {
 		}
 	}})
 	go func() {
-		// Cancel once the hanging child exists (its log is in the store).
+		// Cancel once the hanging child is in its model call (its log is
+		// then written when it is disposed; a child's log reaches the
+		// store at its first durable write, which a hanging turn never
+		// makes).
 		<-started
-		for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); time.Sleep(10 * time.Millisecond) {
-			if hs, err := f.env.Store.List(context.Background()); err == nil && len(hs) > 1 {
-				break
-			}
+		for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline) && f.env.Provider.Calls() < 1; time.Sleep(5 * time.Millisecond) {
 		}
 		cancel(context.Canceled)
 	}()
