@@ -79,8 +79,12 @@ func parseCanonical(b []byte, alias bool) (Event, bool) {
 	if len(body) < 2 || body[0] != '{' || body[len(body)-1] != '}' {
 		return Event{}, false
 	}
-	if n, ok := scanValue(body, 0, 0); !ok || n != len(body) {
-		return Event{}, false
+	// A chunk in the shape ChunkDeltaBytes reads is valid compact JSON
+	// with no \u escape: it needs no second scan.
+	if string(typ) != TypeAssistantChunk || !isChunkDelta(body) {
+		if n, ok := scanValue(body, 0, 0); !ok || n != len(body) {
+			return Event{}, false
+		}
 	}
 	e.Type, e.Seq = eventType(typ), int(seq)
 	e.Data = body
@@ -291,6 +295,12 @@ func scanNumber(b []byte, i int) (int, bool) {
 	return i, true
 }
 
+// isChunkDelta reports whether ChunkDeltaBytes reads data.
+func isChunkDelta(data []byte) bool {
+	_, _, ok := ChunkDeltaBytes(data)
+	return ok
+}
+
 // ChunkDelta reads the chunk type and delta text of an assistant/chunk
 // event's data, {"turn":…,"step":…,"chunk":{"type":…,"index":…,"text":…}}
 // as this build writes it, without encoding/json; ok is false for any
@@ -343,15 +353,22 @@ func ChunkDeltaBytes(data []byte) (kind, text []byte, ok bool) {
 		return nil, nil, false
 	}
 	t, ok := bytes.CutSuffix(rest, []byte(`"}}`))
-	if !ok || bytes.ContainsAny(t, "\"\\") || bytes.ContainsAny(k, "\"\\") {
+	if !ok {
 		return nil, nil, false
 	}
+	// One pass: no quote, backslash or control byte (k has none: it ends
+	// at the first quote and was checked above); UTF-8 is checked only
+	// when a byte is not ASCII (the decoder would replace what is not).
+	ascii := true
 	for _, c := range t {
-		if c < 0x20 {
+		if c < 0x20 || c == '"' || c == '\\' {
 			return nil, nil, false
 		}
+		if c >= 0x80 {
+			ascii = false
+		}
 	}
-	if !utf8.Valid(t) || !utf8.Valid(k) { // the decoder would replace what is not UTF-8
+	if !ascii && !utf8.Valid(t) {
 		return nil, nil, false
 	}
 	return k, t, true

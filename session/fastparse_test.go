@@ -17,6 +17,8 @@ func slowEvent(b []byte) (Event, error) {
 var fastSeeds = []string{
 	`{"type":"turn/start","seq":0,"time":1700000000000,"data":{"turn":1,"trigger":{"kind":"message","source":{"kind":"user"}}}}`,
 	`{"type":"assistant/chunk","seq":5,"time":-3,"data":{"turn":1,"step":1,"chunk":{"type":"text-delta","index":0,"text":"a \"b\" \\ é <x> &"}}}`,
+	`{"type":"assistant/chunk","seq":6,"time":2,"data":{"turn":-0,"step":1,"chunk":{"type":"reasoning-delta","index":7,"text":"plain é <x> &"}}}`,
+	`{"type":"assistant/chunk","seq":6,"time":2,"data":{"turn":1,"step":1,"chunk":{"type":"text-delta","index":0,"text":"` + "\xff" + `"}}}`,
 	`{"type":"assistant/message","seq":9,"time":0,"data":{"content":[{"type":"text","text":"x"}],"usage":{"inputTokens":1.5e3}},"sourceEventSeqs":[5,6,7],"surfaceOp":"append"}`,
 	`{"type":"tool/result","seq":12,"time":0,"data":{"callId":"c","isError":true,"meta":null},"surfaceOp":"append","sourceEventSeqs":[11]}`,
 	`{"type":"user/message","seq":1,"time":0,"data":{},"sourceEventSeqs":[],"surfaceOp":"append"}`,
@@ -65,7 +67,7 @@ func TestEventFastPathSeeds(t *testing.T) {
 		require.NoError(t, err)
 		require.Equal(t, s, string(line), "re-encodes byte for byte")
 	}
-	require.Equal(t, 5, taken, "the canonical lines take the fast path, the rest do not")
+	require.Equal(t, 7, taken, "the canonical lines take the fast path, the rest do not")
 }
 
 // FuzzChunkDelta: where ChunkDelta reads a chunk, decoding it in full
