@@ -357,19 +357,22 @@ func ChunkDeltaBytes(data []byte) (kind, text []byte, ok bool) {
 		return nil, nil, false
 	}
 	// One pass: no quote, backslash or control byte (k has none: it ends
-	// at the first quote and was checked above); UTF-8 is checked only
-	// when a byte is not ASCII (the decoder would replace what is not).
-	ascii := true
-	for _, c := range t {
-		if c < 0x20 || c == '"' || c == '\\' {
+	// at the first quote and was checked above), and valid UTF-8 (the
+	// decoder would replace what is not).
+	for i := 0; i < len(t); {
+		c := t[i]
+		if c < utf8.RuneSelf {
+			if c < 0x20 || c == '"' || c == '\\' {
+				return nil, nil, false
+			}
+			i++
+			continue
+		}
+		r, n := utf8.DecodeRune(t[i:])
+		if r == utf8.RuneError && n == 1 {
 			return nil, nil, false
 		}
-		if c >= 0x80 {
-			ascii = false
-		}
-	}
-	if !ascii && !utf8.Valid(t) {
-		return nil, nil, false
+		i += n
 	}
 	return k, t, true
 }
