@@ -81,7 +81,14 @@ func parseCanonical(b []byte, alias bool) (Event, bool) {
 	}
 	// A chunk in the shape ChunkDeltaBytes reads is valid compact JSON
 	// with no \u escape: it needs no second scan.
-	if string(typ) != TypeAssistantChunk || !isChunkDelta(body) {
+	chunk := false
+	if string(typ) == TypeAssistantChunk {
+		var kind, text []byte
+		if kind, text, chunk = ChunkDeltaBytes(body); chunk {
+			e.delta = locateDelta(body, kind, text)
+		}
+	}
+	if !chunk {
 		if n, ok := scanValue(body, 0, 0); !ok || n != len(body) {
 			return Event{}, false
 		}
@@ -295,10 +302,34 @@ func scanNumber(b []byte, i int) (int, bool) {
 	return i, true
 }
 
-// isChunkDelta reports whether ChunkDeltaBytes reads data.
-func isChunkDelta(data []byte) bool {
-	_, _, ok := ChunkDeltaBytes(data)
-	return ok
+// chunkAt is where an assistant/chunk's delta lies in its data: the
+// kind at [kind, kind+kindLen), the text from text to the closing "}}
+// (text is 0 when unknown).
+type chunkAt struct {
+	kindLen    uint8
+	kind, text uint16
+}
+
+// locateDelta is the chunkAt of kind and text, which ChunkDeltaBytes
+// found in data (zero when the offsets do not fit).
+func locateDelta(data, kind, text []byte) chunkAt {
+	k, t := cap(data)-cap(kind), len(data)-len(text)-len(`"}}`)
+	if len(data) > 0xffff || len(kind) > 0xff {
+		return chunkAt{}
+	}
+	return chunkAt{kindLen: uint8(len(kind)), kind: uint16(k), text: uint16(t)}
+}
+
+// ChunkDeltaBytes is ChunkDeltaBytes(e.Data). For an event a store read
+// back (ParseLine, UnmarshalJSON) it costs nothing: the parse, which
+// checked the shape, noted where the delta lies.
+func (e *Event) ChunkDeltaBytes() (kind, text []byte, ok bool) {
+	d, at := e.Data, e.delta
+	k, t := int(at.kind), int(at.text)
+	if k > 0 && t+len(`"}}`) <= len(d) && k+int(at.kindLen) < t && d[k-1] == '"' && d[t-1] == '"' && string(d[len(d)-3:]) == `"}}` {
+		return d[k : k+int(at.kindLen)], d[t : len(d)-3], true
+	}
+	return ChunkDeltaBytes(d)
 }
 
 // ChunkDelta reads the chunk type and delta text of an assistant/chunk
