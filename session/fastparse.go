@@ -13,7 +13,7 @@ import (
 // decoder then reads; where it reports true the general decoder gives the
 // same Event (FuzzEventFastPath). With alias, Data shares b's memory.
 func parseCanonical(b []byte, alias bool) (Event, bool) {
-	rest, ok := bytes.CutPrefix(b, []byte(`{"type":"`))
+	rest, ok := cutPrefix(b, `{"type":"`)
 	if !ok {
 		return Event{}, false
 	}
@@ -29,23 +29,23 @@ func parseCanonical(b []byte, alias bool) (Event, bool) {
 	}
 	rest = rest[i+1:]
 	var e Event
-	if rest, ok = bytes.CutPrefix(rest, []byte(`,"seq":`)); !ok {
+	if rest, ok = cutPrefix(rest, `,"seq":`); !ok {
 		return Event{}, false
 	}
 	var seq int64
 	if seq, rest, ok = leadingInt(rest, false); !ok {
 		return Event{}, false
 	}
-	if rest, ok = bytes.CutPrefix(rest, []byte(`,"time":`)); !ok {
+	if rest, ok = cutPrefix(rest, `,"time":`); !ok {
 		return Event{}, false
 	}
 	if e.Time, rest, ok = leadingInt(rest, true); !ok {
 		return Event{}, false
 	}
-	if rest, ok = bytes.CutPrefix(rest, []byte(`,"data":`)); !ok {
+	if rest, ok = cutPrefix(rest, `,"data":`); !ok {
 		return Event{}, false
 	}
-	body, ok := bytes.CutSuffix(rest, []byte("}"))
+	body, ok := cutSuffix(rest, "}")
 	if !ok {
 		return Event{}, false
 	}
@@ -53,13 +53,13 @@ func parseCanonical(b []byte, alias bool) (Event, bool) {
 	// follows its closing brace is theirs.
 	sawOp, sawSeqs := false, false
 	for range 2 {
-		if bytes.HasSuffix(body, []byte(`,"surfaceOp":"append"`)) && !sawOp {
+		if hasSuffix(body, `,"surfaceOp":"append"`) && !sawOp {
 			body = body[:len(body)-len(`,"surfaceOp":"append"`)]
 			sawOp = true
 			e.SurfaceOpFirst = sawSeqs
 			continue
 		}
-		if bytes.HasSuffix(body, []byte("]")) && !sawSeqs {
+		if hasSuffix(body, "]") && !sawSeqs {
 			j := bytes.LastIndex(body, []byte(`,"sourceEventSeqs":[`))
 			if j < 0 {
 				return Event{}, false
@@ -102,6 +102,28 @@ func parseCanonical(b []byte, alias bool) (Event, bool) {
 		e.SurfaceOp = SurfaceAppend
 	}
 	return e, true
+}
+
+// cutPrefix is bytes.CutPrefix with a constant prefix, which the
+// compiler then compares inline.
+func cutPrefix(b []byte, prefix string) ([]byte, bool) {
+	if len(b) >= len(prefix) && string(b[:len(prefix)]) == prefix {
+		return b[len(prefix):], true
+	}
+	return b, false
+}
+
+// hasSuffix is bytes.HasSuffix with a constant suffix.
+func hasSuffix(b []byte, suffix string) bool {
+	return len(b) >= len(suffix) && string(b[len(b)-len(suffix):]) == suffix
+}
+
+// cutSuffix is bytes.CutSuffix with a constant suffix.
+func cutSuffix(b []byte, suffix string) ([]byte, bool) {
+	if hasSuffix(b, suffix) {
+		return b[:len(b)-len(suffix)], true
+	}
+	return b, false
 }
 
 // eventType is string(b), without allocating for the core types.
@@ -348,20 +370,20 @@ func ChunkDelta(data []byte) (kind, text string, ok bool) {
 // ChunkDeltaBytes is ChunkDelta without copying: kind and text share
 // data's memory.
 func ChunkDeltaBytes(data []byte) (kind, text []byte, ok bool) {
-	rest, ok := bytes.CutPrefix(data, []byte(`{"turn":`))
+	rest, ok := cutPrefix(data, `{"turn":`)
 	if !ok {
 		return nil, nil, false
 	}
 	if _, rest, ok = leadingInt(rest, true); !ok {
 		return nil, nil, false
 	}
-	if rest, ok = bytes.CutPrefix(rest, []byte(`,"step":`)); !ok {
+	if rest, ok = cutPrefix(rest, `,"step":`); !ok {
 		return nil, nil, false
 	}
 	if _, rest, ok = leadingInt(rest, true); !ok {
 		return nil, nil, false
 	}
-	if rest, ok = bytes.CutPrefix(rest, []byte(`,"chunk":{"type":"`)); !ok {
+	if rest, ok = cutPrefix(rest, `,"chunk":{"type":"`); !ok {
 		return nil, nil, false
 	}
 	i := bytes.IndexByte(rest, '"')
@@ -374,16 +396,16 @@ func ChunkDeltaBytes(data []byte) (kind, text []byte, ok bool) {
 			return nil, nil, false
 		}
 	}
-	if rest, ok = bytes.CutPrefix(rest[i+1:], []byte(`,"index":`)); !ok {
+	if rest, ok = cutPrefix(rest[i+1:], `,"index":`); !ok {
 		return nil, nil, false
 	}
 	if _, rest, ok = leadingInt(rest, true); !ok {
 		return nil, nil, false
 	}
-	if rest, ok = bytes.CutPrefix(rest, []byte(`,"text":"`)); !ok {
+	if rest, ok = cutPrefix(rest, `,"text":"`); !ok {
 		return nil, nil, false
 	}
-	t, ok := bytes.CutSuffix(rest, []byte(`"}}`))
+	t, ok := cutSuffix(rest, `"}}`)
 	if !ok {
 		return nil, nil, false
 	}
