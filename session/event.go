@@ -185,6 +185,14 @@ func ParseLine(line []byte) (Event, error) {
 	return e, err
 }
 
+// ParseLineTo is ParseLine into *e, which it overwrites.
+func ParseLineTo(e *Event, line []byte) error {
+	if parseCanonicalTo(e, line, true) {
+		return nil
+	}
+	return e.unmarshalSlow(line)
+}
+
 // unmarshalSlow is UnmarshalJSON for any valid line.
 func (e *Event) unmarshalSlow(b []byte) error {
 	var j struct {

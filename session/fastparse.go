@@ -13,41 +13,50 @@ import (
 // decoder then reads; where it reports true the general decoder gives the
 // same Event (FuzzEventFastPath). With alias, Data shares b's memory.
 func parseCanonical(b []byte, alias bool) (Event, bool) {
+	var e Event
+	ok := parseCanonicalTo(&e, b, alias)
+	return e, ok
+}
+
+// parseCanonicalTo is parseCanonical into *e (which it overwrites; zero
+// when it reports false), so a store parsing a file fills its slice in
+// place.
+func parseCanonicalTo(e *Event, b []byte, alias bool) bool {
+	*e = Event{}
 	rest, ok := cutPrefix(b, `{"type":"`)
 	if !ok {
-		return Event{}, false
+		return e.reset()
 	}
 	i := bytes.IndexByte(rest, '"')
 	if i < 0 {
-		return Event{}, false
+		return e.reset()
 	}
 	typ := rest[:i]
 	for _, c := range typ {
 		if c < 0x20 || c >= 0x7f || c == '\\' { // event types are plain ASCII
-			return Event{}, false
+			return e.reset()
 		}
 	}
 	rest = rest[i+1:]
-	var e Event
 	if rest, ok = cutPrefix(rest, `,"seq":`); !ok {
-		return Event{}, false
+		return e.reset()
 	}
 	var seq int64
 	if seq, rest, ok = leadingInt(rest, false); !ok {
-		return Event{}, false
+		return e.reset()
 	}
 	if rest, ok = cutPrefix(rest, `,"time":`); !ok {
-		return Event{}, false
+		return e.reset()
 	}
 	if e.Time, rest, ok = leadingInt(rest, true); !ok {
-		return Event{}, false
+		return e.reset()
 	}
 	if rest, ok = cutPrefix(rest, `,"data":`); !ok {
-		return Event{}, false
+		return e.reset()
 	}
 	body, ok := cutSuffix(rest, "}")
 	if !ok {
-		return Event{}, false
+		return e.reset()
 	}
 	// The optional keys, read from the end: data is an object, so what
 	// follows its closing brace is theirs.
@@ -62,11 +71,11 @@ func parseCanonical(b []byte, alias bool) (Event, bool) {
 		if hasSuffix(body, "]") && !sawSeqs {
 			j := bytes.LastIndex(body, []byte(`,"sourceEventSeqs":[`))
 			if j < 0 {
-				return Event{}, false
+				return e.reset()
 			}
 			seqs, ok := parseInts(body[j+len(`,"sourceEventSeqs":[`) : len(body)-1])
 			if !ok {
-				return Event{}, false
+				return e.reset()
 			}
 			e.SourceEventSeqs, body, sawSeqs = seqs, body[:j], true
 			continue
@@ -77,7 +86,7 @@ func parseCanonical(b []byte, alias bool) (Event, bool) {
 		e.SurfaceOpFirst = false
 	}
 	if len(body) < 2 || body[0] != '{' || body[len(body)-1] != '}' {
-		return Event{}, false
+		return e.reset()
 	}
 	// A chunk in the shape ChunkDeltaBytes reads is valid compact JSON
 	// with no \u escape: it needs no second scan.
@@ -90,7 +99,7 @@ func parseCanonical(b []byte, alias bool) (Event, bool) {
 	}
 	if !chunk {
 		if n, ok := scanValue(body, 0, 0); !ok || n != len(body) {
-			return Event{}, false
+			return e.reset()
 		}
 	}
 	e.Type, e.Seq = eventType(typ), int(seq)
@@ -101,7 +110,13 @@ func parseCanonical(b []byte, alias bool) (Event, bool) {
 	if sawOp {
 		e.SurfaceOp = SurfaceAppend
 	}
-	return e, true
+	return true
+}
+
+// reset zeroes e and reports false.
+func (e *Event) reset() bool {
+	*e = Event{}
+	return false
 }
 
 // cutPrefix is bytes.CutPrefix with a constant prefix, which the
