@@ -12,9 +12,10 @@ import (
 // update built for it.
 func replayLog(p *presenter, events []session.Event, merge bool, send func(any)) {
 	var m chunkMerger
-	for _, ev := range events {
+	for i := range events {
+		ev := &events[i]
 		if merge && ev.Type == session.TypeAssistantChunk && ev.Payload == nil {
-			if kind, text, ok := session.ChunkDeltaBytes(ev.Data); ok {
+			if kind, text, ok := ev.ChunkDeltaBytes(); ok {
 				switch llm.ChunkType(kind) {
 				case llm.ChunkTextDelta:
 					m.addText(UpdateAgentMessageChunk, text, send)
@@ -25,7 +26,7 @@ func replayLog(p *presenter, events []session.Event, merge bool, send func(any))
 				}
 			}
 		}
-		us := p.present(ev)
+		us := p.present(*ev)
 		if !merge {
 			for _, u := range us {
 				send(u)

@@ -71,6 +71,10 @@ type Event struct {
 	// SurfaceOpFirst emits surfaceOp before sourceEventSeqs, the key order
 	// of the synthetic crash-repair tool result.
 	SurfaceOpFirst bool
+	// delta locates an assistant/chunk's delta in Data, as the parse that
+	// read Data found it (see Event.ChunkDeltaBytes); it fits the padding
+	// after SurfaceOpFirst, so an event is no larger.
+	delta chunkAt
 	// Payload is the value the event was appended with (in memory only; nil
 	// for events read back from a store). Subscribers may use it to skip
 	// decoding Data.
@@ -181,6 +185,14 @@ func ParseLine(line []byte) (Event, error) {
 	return e, err
 }
 
+// ParseLineTo is ParseLine into *e, which it overwrites.
+func ParseLineTo(e *Event, line []byte) error {
+	if parseCanonicalTo(e, line, true) {
+		return nil
+	}
+	return e.unmarshalSlow(line)
+}
+
 // unmarshalSlow is UnmarshalJSON for any valid line.
 func (e *Event) unmarshalSlow(b []byte) error {
 	var j struct {
@@ -204,6 +216,11 @@ func (e *Event) unmarshalSlow(b []byte) error {
 	*e = Event{Type: *j.Type, Seq: *j.Seq, Time: j.Time, Data: data, SourceEventSeqs: j.SourceEventSeqs, SurfaceOp: j.SurfaceOp}
 	if j.SurfaceOp != nil && j.SourceEventSeqs != nil {
 		e.SurfaceOpFirst = bytes.Index(b, []byte(`"surfaceOp"`)) < bytes.Index(b, []byte(`"sourceEventSeqs"`))
+	}
+	if e.Type == TypeAssistantChunk {
+		if kind, text, ok := ChunkDeltaBytes(e.Data); ok {
+			e.delta = locateDelta(e.Data, kind, text)
+		}
 	}
 	return nil
 }

@@ -13,60 +13,69 @@ import (
 // decoder then reads; where it reports true the general decoder gives the
 // same Event (FuzzEventFastPath). With alias, Data shares b's memory.
 func parseCanonical(b []byte, alias bool) (Event, bool) {
-	rest, ok := bytes.CutPrefix(b, []byte(`{"type":"`))
+	var e Event
+	ok := parseCanonicalTo(&e, b, alias)
+	return e, ok
+}
+
+// parseCanonicalTo is parseCanonical into *e (which it overwrites; zero
+// when it reports false), so a store parsing a file fills its slice in
+// place.
+func parseCanonicalTo(e *Event, b []byte, alias bool) bool {
+	*e = Event{}
+	rest, ok := cutPrefix(b, `{"type":"`)
 	if !ok {
-		return Event{}, false
+		return e.reset()
 	}
 	i := bytes.IndexByte(rest, '"')
 	if i < 0 {
-		return Event{}, false
+		return e.reset()
 	}
 	typ := rest[:i]
 	for _, c := range typ {
 		if c < 0x20 || c >= 0x7f || c == '\\' { // event types are plain ASCII
-			return Event{}, false
+			return e.reset()
 		}
 	}
 	rest = rest[i+1:]
-	var e Event
-	if rest, ok = bytes.CutPrefix(rest, []byte(`,"seq":`)); !ok {
-		return Event{}, false
+	if rest, ok = cutPrefix(rest, `,"seq":`); !ok {
+		return e.reset()
 	}
 	var seq int64
 	if seq, rest, ok = leadingInt(rest, false); !ok {
-		return Event{}, false
+		return e.reset()
 	}
-	if rest, ok = bytes.CutPrefix(rest, []byte(`,"time":`)); !ok {
-		return Event{}, false
+	if rest, ok = cutPrefix(rest, `,"time":`); !ok {
+		return e.reset()
 	}
 	if e.Time, rest, ok = leadingInt(rest, true); !ok {
-		return Event{}, false
+		return e.reset()
 	}
-	if rest, ok = bytes.CutPrefix(rest, []byte(`,"data":`)); !ok {
-		return Event{}, false
+	if rest, ok = cutPrefix(rest, `,"data":`); !ok {
+		return e.reset()
 	}
-	body, ok := bytes.CutSuffix(rest, []byte("}"))
+	body, ok := cutSuffix(rest, "}")
 	if !ok {
-		return Event{}, false
+		return e.reset()
 	}
 	// The optional keys, read from the end: data is an object, so what
 	// follows its closing brace is theirs.
 	sawOp, sawSeqs := false, false
 	for range 2 {
-		if bytes.HasSuffix(body, []byte(`,"surfaceOp":"append"`)) && !sawOp {
+		if hasSuffix(body, `,"surfaceOp":"append"`) && !sawOp {
 			body = body[:len(body)-len(`,"surfaceOp":"append"`)]
 			sawOp = true
 			e.SurfaceOpFirst = sawSeqs
 			continue
 		}
-		if bytes.HasSuffix(body, []byte("]")) && !sawSeqs {
+		if hasSuffix(body, "]") && !sawSeqs {
 			j := bytes.LastIndex(body, []byte(`,"sourceEventSeqs":[`))
 			if j < 0 {
-				return Event{}, false
+				return e.reset()
 			}
 			seqs, ok := parseInts(body[j+len(`,"sourceEventSeqs":[`) : len(body)-1])
 			if !ok {
-				return Event{}, false
+				return e.reset()
 			}
 			e.SourceEventSeqs, body, sawSeqs = seqs, body[:j], true
 			continue
@@ -77,10 +86,21 @@ func parseCanonical(b []byte, alias bool) (Event, bool) {
 		e.SurfaceOpFirst = false
 	}
 	if len(body) < 2 || body[0] != '{' || body[len(body)-1] != '}' {
-		return Event{}, false
+		return e.reset()
 	}
-	if n, ok := scanValue(body, 0, 0); !ok || n != len(body) {
-		return Event{}, false
+	// A chunk in the shape ChunkDeltaBytes reads is valid compact JSON
+	// with no \u escape: it needs no second scan.
+	chunk := false
+	if string(typ) == TypeAssistantChunk {
+		var kind, text []byte
+		if kind, text, chunk = ChunkDeltaBytes(body); chunk {
+			e.delta = locateDelta(body, kind, text)
+		}
+	}
+	if !chunk {
+		if n, ok := scanValue(body, 0, 0); !ok || n != len(body) {
+			return e.reset()
+		}
 	}
 	e.Type, e.Seq = eventType(typ), int(seq)
 	e.Data = body
@@ -90,7 +110,35 @@ func parseCanonical(b []byte, alias bool) (Event, bool) {
 	if sawOp {
 		e.SurfaceOp = SurfaceAppend
 	}
-	return e, true
+	return true
+}
+
+// reset zeroes e and reports false.
+func (e *Event) reset() bool {
+	*e = Event{}
+	return false
+}
+
+// cutPrefix is bytes.CutPrefix with a constant prefix, which the
+// compiler then compares inline.
+func cutPrefix(b []byte, prefix string) ([]byte, bool) {
+	if len(b) >= len(prefix) && string(b[:len(prefix)]) == prefix {
+		return b[len(prefix):], true
+	}
+	return b, false
+}
+
+// hasSuffix is bytes.HasSuffix with a constant suffix.
+func hasSuffix(b []byte, suffix string) bool {
+	return len(b) >= len(suffix) && string(b[len(b)-len(suffix):]) == suffix
+}
+
+// cutSuffix is bytes.CutSuffix with a constant suffix.
+func cutSuffix(b []byte, suffix string) ([]byte, bool) {
+	if hasSuffix(b, suffix) {
+		return b[:len(b)-len(suffix)], true
+	}
+	return b, false
 }
 
 // eventType is string(b), without allocating for the core types.
@@ -291,6 +339,36 @@ func scanNumber(b []byte, i int) (int, bool) {
 	return i, true
 }
 
+// chunkAt is where an assistant/chunk's delta lies in its data: the
+// kind at [kind, kind+kindLen), the text from text to the closing "}}
+// (text is 0 when unknown).
+type chunkAt struct {
+	kindLen    uint8
+	kind, text uint16
+}
+
+// locateDelta is the chunkAt of kind and text, which ChunkDeltaBytes
+// found in data (zero when the offsets do not fit).
+func locateDelta(data, kind, text []byte) chunkAt {
+	k, t := cap(data)-cap(kind), len(data)-len(text)-len(`"}}`)
+	if len(data) > 0xffff || len(kind) > 0xff {
+		return chunkAt{}
+	}
+	return chunkAt{kindLen: uint8(len(kind)), kind: uint16(k), text: uint16(t)}
+}
+
+// ChunkDeltaBytes is ChunkDeltaBytes(e.Data). For an event a store read
+// back (ParseLine, UnmarshalJSON) it costs nothing: the parse, which
+// checked the shape, noted where the delta lies.
+func (e *Event) ChunkDeltaBytes() (kind, text []byte, ok bool) {
+	d, at := e.Data, e.delta
+	k, t := int(at.kind), int(at.text)
+	if k > 0 && t+len(`"}}`) <= len(d) && k+int(at.kindLen) < t && d[k-1] == '"' && d[t-1] == '"' && string(d[len(d)-3:]) == `"}}` {
+		return d[k : k+int(at.kindLen)], d[t : len(d)-3], true
+	}
+	return ChunkDeltaBytes(d)
+}
+
 // ChunkDelta reads the chunk type and delta text of an assistant/chunk
 // event's data, {"turn":…,"step":…,"chunk":{"type":…,"index":…,"text":…}}
 // as this build writes it, without encoding/json; ok is false for any
@@ -307,20 +385,20 @@ func ChunkDelta(data []byte) (kind, text string, ok bool) {
 // ChunkDeltaBytes is ChunkDelta without copying: kind and text share
 // data's memory.
 func ChunkDeltaBytes(data []byte) (kind, text []byte, ok bool) {
-	rest, ok := bytes.CutPrefix(data, []byte(`{"turn":`))
+	rest, ok := cutPrefix(data, `{"turn":`)
 	if !ok {
 		return nil, nil, false
 	}
 	if _, rest, ok = leadingInt(rest, true); !ok {
 		return nil, nil, false
 	}
-	if rest, ok = bytes.CutPrefix(rest, []byte(`,"step":`)); !ok {
+	if rest, ok = cutPrefix(rest, `,"step":`); !ok {
 		return nil, nil, false
 	}
 	if _, rest, ok = leadingInt(rest, true); !ok {
 		return nil, nil, false
 	}
-	if rest, ok = bytes.CutPrefix(rest, []byte(`,"chunk":{"type":"`)); !ok {
+	if rest, ok = cutPrefix(rest, `,"chunk":{"type":"`); !ok {
 		return nil, nil, false
 	}
 	i := bytes.IndexByte(rest, '"')
@@ -333,26 +411,36 @@ func ChunkDeltaBytes(data []byte) (kind, text []byte, ok bool) {
 			return nil, nil, false
 		}
 	}
-	if rest, ok = bytes.CutPrefix(rest[i+1:], []byte(`,"index":`)); !ok {
+	if rest, ok = cutPrefix(rest[i+1:], `,"index":`); !ok {
 		return nil, nil, false
 	}
 	if _, rest, ok = leadingInt(rest, true); !ok {
 		return nil, nil, false
 	}
-	if rest, ok = bytes.CutPrefix(rest, []byte(`,"text":"`)); !ok {
+	if rest, ok = cutPrefix(rest, `,"text":"`); !ok {
 		return nil, nil, false
 	}
-	t, ok := bytes.CutSuffix(rest, []byte(`"}}`))
-	if !ok || bytes.ContainsAny(t, "\"\\") || bytes.ContainsAny(k, "\"\\") {
+	t, ok := cutSuffix(rest, `"}}`)
+	if !ok {
 		return nil, nil, false
 	}
-	for _, c := range t {
-		if c < 0x20 {
+	// One pass: no quote, backslash or control byte (k has none: it ends
+	// at the first quote and was checked above), and valid UTF-8 (the
+	// decoder would replace what is not).
+	for i := 0; i < len(t); {
+		c := t[i]
+		if c < utf8.RuneSelf {
+			if c < 0x20 || c == '"' || c == '\\' {
+				return nil, nil, false
+			}
+			i++
+			continue
+		}
+		r, n := utf8.DecodeRune(t[i:])
+		if r == utf8.RuneError && n == 1 {
 			return nil, nil, false
 		}
-	}
-	if !utf8.Valid(t) || !utf8.Valid(k) { // the decoder would replace what is not UTF-8
-		return nil, nil, false
+		i += n
 	}
 	return k, t, true
 }

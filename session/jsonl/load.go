@@ -112,8 +112,9 @@ func readLog(path, id string) (session.Header, []session.Event, error) {
 			ends = append(ends, len(data))
 			break
 		}
-		ev, err := session.ParseLine(data[pos : pos+i]) // data is not changed again
-		events, parsed = append(events, ev), append(parsed, err == nil)
+		events = append(events, session.Event{})
+		err := session.ParseLineTo(&events[len(events)-1], data[pos:pos+i]) // data is not changed again
+		parsed = append(parsed, err == nil)
 		pos += i + 1
 		ends = append(ends, pos)
 	}
