@@ -16,12 +16,12 @@ import (
 type Agent interface {
 	// NewSession starts a session rooted at the absolute o.Cwd, with o's
 	// extra roots and host.
-	NewSession(ctx context.Context, o agent.SessionOptions) (Session, error)
+	NewSession(ctx context.Context, o agent.SessionOptions) (Served, error)
 	// LookupSession returns a stored session's header without a full parse.
 	LookupSession(ctx context.Context, id string) (session.Header, error)
 	// ResumeSession loads a stored session (crash repair applied) with o's
 	// host and extra roots (o.Cwd is the stored one).
-	ResumeSession(ctx context.Context, id string, o agent.SessionOptions) (Session, error)
+	ResumeSession(ctx context.Context, id string, o agent.SessionOptions) (Served, error)
 	// ListSessions returns the headers of the stored sessions.
 	ListSessions(ctx context.Context) ([]session.Header, error)
 	// SessionTitle names a stored session ("" when unknown).
@@ -99,8 +99,8 @@ type Commander interface {
 	Commands() []agent.Command
 }
 
-// Session is one live conversation: everything the bridge serves.
-type Session interface {
+// Served is one live conversation: everything the bridge serves.
+type Served interface {
 	Conversation
 	Prompter
 	Disposer
@@ -206,7 +206,7 @@ func FromRuntime(rt *agent.Runtime) Agent { return runtimeAgent{rt} }
 type runtimeAgent struct{ *agent.Runtime }
 
 // NewSession implements Agent.
-func (a runtimeAgent) NewSession(ctx context.Context, o agent.SessionOptions) (Session, error) {
+func (a runtimeAgent) NewSession(ctx context.Context, o agent.SessionOptions) (Served, error) {
 	s, err := a.Runtime.NewSession(ctx, o)
 	if err != nil {
 		return nil, err
@@ -215,7 +215,7 @@ func (a runtimeAgent) NewSession(ctx context.Context, o agent.SessionOptions) (S
 }
 
 // ResumeSession implements Agent.
-func (a runtimeAgent) ResumeSession(ctx context.Context, id string, o agent.SessionOptions) (Session, error) {
+func (a runtimeAgent) ResumeSession(ctx context.Context, id string, o agent.SessionOptions) (Served, error) {
 	s, err := a.Runtime.ResumeSession(ctx, id, o)
 	if err != nil {
 		return nil, err
@@ -235,5 +235,5 @@ var (
 	_ sessionDeleter    = runtimeAgent{}
 	_ sessionSummarizer = runtimeAgent{}
 	_ sessionPager      = runtimeAgent{}
-	_ Session           = (*agent.Session)(nil)
+	_ Served           = (*agent.Session)(nil)
 )

@@ -270,7 +270,7 @@ func (s *Server) setConfigOption(ctx context.Context, params json.RawMessage) (a
 // the session offers it with EditorConfig, while a knob upstream renders
 // is always known there and, not offered, allows no value (upstream's
 // bridge knows both ids: acp-bridge § 7).
-func (s *Server) checkKnobValue(ctx context.Context, ls *liveSession, id, value string) error {
+func (s *Server) checkKnobValue(ctx context.Context, ls *binding, id, value string) error {
 	k, known := knobOf(ls.s, id)
 	_, offered := ls.s.Knob(id)
 	if !known || k.Upstream == nil && (!offered || !s.opts.EditorConfig) {
@@ -293,7 +293,7 @@ func (s *Server) checkKnobValue(ctx context.Context, ls *liveSession, id, value 
 
 // checkModelValue validates a value of a knob whose values are the model
 // list's: a model it lists, or a thinking switch the current model takes.
-func (s *Server) checkModelValue(ctx context.Context, ls *liveSession, k agent.Knob, value string) error {
+func (s *Server) checkModelValue(ctx context.Context, ls *binding, k agent.Knob, value string) error {
 	model, _ := ls.s.Knob(optionModel)
 	ctx, cancel := context.WithTimeout(ctx, modelListWait)
 	defer cancel()
@@ -316,7 +316,7 @@ const modelListWait = 3 * time.Second
 
 // shownOptions returns the session's options and remembers their values
 // as what the client was told (so only later changes are announced).
-func (s *Server) shownOptions(ctx context.Context, ls *liveSession) []ConfigOption {
+func (s *Server) shownOptions(ctx context.Context, ls *binding) []ConfigOption {
 	ctx, cancel := context.WithTimeout(ctx, modelListWait)
 	defer cancel()
 	values := sessionValues(ls.s)
@@ -342,7 +342,7 @@ func (s *Server) shownOptions(ctx context.Context, ls *liveSession) []ConfigOpti
 // and, with EditorConfig, sends config_option_update when the client was
 // told otherwise. It never calls into the session (it runs inside the
 // log's append), so the list is rebuilt from the values the client holds.
-func (s *Server) optionChanged(ls *liveSession, id, value string) {
+func (s *Server) optionChanged(ls *binding, id, value string) {
 	if !s.opts.EditorConfig {
 		return
 	}

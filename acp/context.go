@@ -75,7 +75,7 @@ func splitImages(blocks []ContentBlock) ([]ContentBlock, []session.Block) {
 
 // imagesAccepted reports whether the session's current model takes
 // images.
-func (s *Server) imagesAccepted(ls *liveSession) bool {
+func (s *Server) imagesAccepted(ls *binding) bool {
 	if !s.opts.Images {
 		return false
 	}

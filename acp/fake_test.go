@@ -66,7 +66,7 @@ type FakeAgent struct {
 
 var (
 	_ Agent   = (*FakeAgent)(nil)
-	_ Session = (*FakeSession)(nil)
+	_ Served = (*FakeSession)(nil)
 )
 
 // NewFakeAgent returns an empty fake agent.
@@ -84,7 +84,7 @@ func NewFakeServer(opts Options) (*Server, *FakeAgent) {
 }
 
 // NewSession implements Agent.
-func (a *FakeAgent) NewSession(_ context.Context, o agent.SessionOptions) (Session, error) {
+func (a *FakeAgent) NewSession(_ context.Context, o agent.SessionOptions) (Served, error) {
 	cwd := o.Cwd
 	if a.NewErr != nil {
 		return nil, a.NewErr
@@ -133,7 +133,7 @@ func (a *FakeAgent) LookupSession(_ context.Context, id string) (session.Header,
 }
 
 // ResumeSession implements Agent.
-func (a *FakeAgent) ResumeSession(_ context.Context, id string, _ agent.SessionOptions) (Session, error) {
+func (a *FakeAgent) ResumeSession(_ context.Context, id string, _ agent.SessionOptions) (Served, error) {
 	a.mu.Lock()
 	h, ok := a.headers[id]
 	evs := a.stored[id]

@@ -48,10 +48,10 @@ func (s *Server) closeSession(ctx context.Context, r *request) (any, error) {
 		return nil, err
 	}
 	var (
-		ls *liveSession
+		ls *binding
 		p  *inflight
 	)
-	if err := s.withSession(req.SessionID, func(l *liveSession, loading bool) error {
+	if err := s.withSession(req.SessionID, func(l *binding, loading bool) error {
 		switch {
 		case loading:
 			return invalidParams("session %s is still loading; close it once it has loaded", req.SessionID)
@@ -97,7 +97,7 @@ func (s *Server) deleteSession(ctx context.Context, params json.RawMessage) (any
 	if err := decode(params, &req); err != nil {
 		return nil, err
 	}
-	if err := s.withSession(req.SessionID, func(ls *liveSession, loading bool) error {
+	if err := s.withSession(req.SessionID, func(ls *binding, loading bool) error {
 		if ls != nil || loading {
 			return invalidParams("session %s is open; close it (session/close) before deleting it", req.SessionID)
 		}
@@ -138,7 +138,7 @@ type SessionInfoUpdate struct {
 // titleOf returns, with Lifecycle, the session_info_update naming a
 // session after its first user message (its first line), when ev is that
 // message; a session that already had one (a loaded one) gets none.
-func (s *Server) titleOf(ls *liveSession, ev session.Event) (SessionInfoUpdate, bool) {
+func (s *Server) titleOf(ls *binding, ev session.Event) (SessionInfoUpdate, bool) {
 	if !s.opts.Lifecycle || ev.Type != session.TypeUserMessage {
 		return SessionInfoUpdate{}, false
 	}

@@ -44,7 +44,7 @@ func (s *Server) checkMCP(servers []json.RawMessage) error {
 }
 
 // holdMCP remembers a session's servers until its response is written.
-func (s *Server) holdMCP(ls *liveSession, servers []json.RawMessage) {
+func (s *Server) holdMCP(ls *binding, servers []json.RawMessage) {
 	if s.opts.MCP == nil || len(servers) == 0 {
 		return
 	}

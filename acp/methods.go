@@ -129,7 +129,7 @@ func (s *Server) handleNotification(_ context.Context, method string, params jso
 // holds of session id — ls is nil when the session is not live, loading
 // says a session/load or session/resume of it is under way — and does
 // what must happen under the same lock. check's error is the request's.
-func (s *Server) withSession(id string, check func(ls *liveSession, loading bool) error) error {
+func (s *Server) withSession(id string, check func(ls *binding, loading bool) error) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.closed {
@@ -146,9 +146,9 @@ func (s *Server) withSession(id string, check func(ls *liveSession, loading bool
 func (s *Server) serving() error { return s.withSession("", nil) }
 
 // lookup returns a live session or the unknown-session error.
-func (s *Server) lookup(id string) (*liveSession, error) {
-	var out *liveSession
-	err := s.withSession(id, func(ls *liveSession, _ bool) error {
+func (s *Server) lookup(id string) (*binding, error) {
+	var out *binding
+	err := s.withSession(id, func(ls *binding, _ bool) error {
 		if ls == nil {
 			return unknownSession(id)
 		}
@@ -160,7 +160,7 @@ func (s *Server) lookup(id string) (*liveSession, error) {
 
 // live returns a live session, nil when there is none by that id (for
 // the work that follows a response, which nothing refuses).
-func (s *Server) live(id string) *liveSession {
+func (s *Server) live(id string) *binding {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return s.sessions[id]

@@ -61,7 +61,7 @@ func (s *Server) setMode(_ context.Context, params json.RawMessage) (any, error)
 
 // switchMode holds a mode switch and tells the client at once (always,
 // even when the mode is already current).
-func (s *Server) switchMode(ls *liveSession, id string) error {
+func (s *Server) switchMode(ls *binding, id string) error {
 	if _, ok := ls.s.Modes(); !ok {
 		return invalidParams("session modes are not composed in this deployment")
 	}
@@ -76,7 +76,7 @@ func (s *Server) switchMode(ls *liveSession, id string) error {
 }
 
 // modeChanged re-announces a logged mode the client was not told about.
-func (s *Server) modeChanged(ls *liveSession, mode string) {
+func (s *Server) modeChanged(ls *binding, mode string) {
 	defer s.optionChanged(ls, optionMode, mode)
 	s.mu.Lock()
 	if ls.lastMode == mode {

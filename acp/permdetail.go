@@ -15,7 +15,7 @@ type StatusUpdate struct {
 }
 
 // keepCard remembers a running call's card for its permission requests.
-func (s *Server) keepCard(ls *liveSession, card ToolCallCard) {
+func (s *Server) keepCard(ls *binding, card ToolCallCard) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if ls.cards == nil {
@@ -25,14 +25,14 @@ func (s *Server) keepCard(ls *liveSession, card ToolCallCard) {
 }
 
 // dropCard forgets a finished call's card.
-func (s *Server) dropCard(ls *liveSession, callID string) {
+func (s *Server) dropCard(ls *binding, callID string) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	delete(ls.cards, callID)
 }
 
 // hasCard reports whether the call has a card on the client.
-func (s *Server) hasCard(ls *liveSession, callID string) bool {
+func (s *Server) hasCard(ls *binding, callID string) bool {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	_, ok := ls.cards[callID]
@@ -45,7 +45,7 @@ func (s *Server) hasCard(ls *liveSession, callID string) bool {
 // agent) gets a title and content of its own. Either way the concrete
 // action (req.Action: the command a sandbox escalation would run) is
 // shown whole, whatever the card's title shows of it.
-func (s *Server) permissionCall(ls *liveSession, req approval.Request) ToolCallRef {
+func (s *Server) permissionCall(ls *binding, req approval.Request) ToolCallRef {
 	s.mu.Lock()
 	card, ok := ls.cards[req.CallID]
 	s.mu.Unlock()

@@ -22,8 +22,8 @@ func (s *Server) prompt(ctx context.Context, r *request) (any, error) {
 	if err := s.requireKey(); err != nil {
 		return nil, err
 	}
-	var ls *liveSession
-	if err := s.withSession(req.SessionID, func(l *liveSession, _ bool) error {
+	var ls *binding
+	if err := s.withSession(req.SessionID, func(l *binding, _ bool) error {
 		switch {
 		case l == nil:
 			return unknownSession(req.SessionID)
@@ -61,7 +61,7 @@ func (s *Server) prompt(ctx context.Context, r *request) (any, error) {
 		cancel  context.CancelCauseFunc
 		p       *inflight
 	)
-	if err := s.withSession(req.SessionID, func(*liveSession, bool) error {
+	if err := s.withSession(req.SessionID, func(*binding, bool) error {
 		var err error
 		if text, err = flatten(blocks, s.maxPrompt()); err != nil {
 			return err
@@ -115,7 +115,7 @@ type contentPrompter interface {
 
 // expandBlocks replaces a prompt command invocation (the prompt's text
 // when it is one line of text starting with "/") by the command's prompt.
-func (s *Server) expandBlocks(ls *liveSession, blocks []ContentBlock) ([]ContentBlock, error) {
+func (s *Server) expandBlocks(ls *binding, blocks []ContentBlock) ([]ContentBlock, error) {
 	if s.opts.PromptCommands == nil || len(blocks) != 1 || blocks[0].Type != "text" {
 		return blocks, nil
 	}
@@ -126,7 +126,7 @@ func (s *Server) expandBlocks(ls *liveSession, blocks []ContentBlock) ([]Content
 }
 
 // settle answers p once: the first of turn end and cancel wins.
-func (s *Server) settle(ls *liveSession, p *inflight, answer func()) {
+func (s *Server) settle(ls *binding, p *inflight, answer func()) {
 	s.mu.Lock()
 	if p.settled {
 		if ls.prompt == p {

@@ -38,16 +38,18 @@ type Server struct {
 	clientAuth     clientAuth         // the auth methods the client runs
 	compaction     bool               // the client takes compaction_update (and the composition shows editor cards)
 	subagents      bool               // the client shows child sessions (subagent_update)
-	sessions       map[string]*liveSession
+	sessions       map[string]*binding
 	loading        map[string]bool
 	work           sync.WaitGroup
 
 	methods map[Method]handler // the dispatch table (methods.go), fixed at NewServer
 }
 
-// liveSession is a session the bridge serves.
-type liveSession struct {
-	s        Session
+// binding is the bridge's state for one served conversation on this
+// connection: the conversation, its prompt in flight and what the client
+// was last told.
+type binding struct {
+	s        Served
 	terminal bool // the client's terminal_output flag, snapshotted
 	prompt   *inflight
 	unsub    func()
@@ -74,7 +76,7 @@ type inflight struct {
 
 // NewServer returns a bridge for agent.
 func NewServer(agent Agent, opts Options, log zerolog.Logger) *Server {
-	s := &Server{agent: agent, opts: opts, log: log, sessions: map[string]*liveSession{}, loading: map[string]bool{}, connReady: make(chan struct{})}
+	s := &Server{agent: agent, opts: opts, log: log, sessions: map[string]*binding{}, loading: map[string]bool{}, connReady: make(chan struct{})}
 	s.methods = s.methodTable()
 	return s
 }
@@ -105,7 +107,7 @@ func (s *Server) Serve(ctx context.Context, r io.Reader, w io.Writer) error {
 func (s *Server) disconnected() {
 	s.mu.Lock()
 	s.closed = true
-	live := make([]*liveSession, 0, len(s.sessions))
+	live := make([]*binding, 0, len(s.sessions))
 	for _, ls := range s.sessions {
 		live = append(live, ls)
 	}
@@ -120,7 +122,7 @@ func (s *Server) disconnected() {
 func (s *Server) teardown(ctx context.Context) {
 	s.disconnected()
 	s.mu.Lock()
-	live := make([]*liveSession, 0, len(s.sessions))
+	live := make([]*binding, 0, len(s.sessions))
 	for _, ls := range s.sessions {
 		if ls.prompt != nil {
 			ls.prompt.settled = true
@@ -181,7 +183,7 @@ func (s *Server) advertiseCommands(id string) {
 
 // promptCommands lists the session's prompt commands whose names no
 // session command takes.
-func (s *Server) promptCommands(ls *liveSession) []PromptCommand {
+func (s *Server) promptCommands(ls *binding) []PromptCommand {
 	if s.opts.PromptCommands == nil {
 		return nil
 	}
@@ -195,7 +197,7 @@ func (s *Server) promptCommands(ls *liveSession) []PromptCommand {
 }
 
 // expandCommand replaces a prompt command invocation by its prompt.
-func (s *Server) expandCommand(ls *liveSession, text string) string {
+func (s *Server) expandCommand(ls *binding, text string) string {
 	t := strings.TrimSpace(text)
 	if !strings.HasPrefix(t, "/") || s.opts.PromptCommands == nil {
 		return text

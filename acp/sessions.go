@@ -122,9 +122,9 @@ func (s *Server) newSession(ctx context.Context, r *request) (any, error) {
 // register makes sess live and starts streaming its events, unless
 // teardown began: then the session is disposed and closedErr (nil:
 // errDisposed) returned.
-func (s *Server) register(ctx context.Context, sess Session, terminal bool, closedErr error) (*liveSession, error) {
-	ls := &liveSession{s: sess, terminal: terminal, lastMode: sess.Mode()}
-	if err := s.withSession(sess.ID(), func(*liveSession, bool) error {
+func (s *Server) register(ctx context.Context, sess Served, terminal bool, closedErr error) (*binding, error) {
+	ls := &binding{s: sess, terminal: terminal, lastMode: sess.Mode()}
+	if err := s.withSession(sess.ID(), func(*binding, bool) error {
 		s.sessions[sess.ID()] = ls
 		return nil
 	}); err != nil {
@@ -139,7 +139,7 @@ func (s *Server) register(ctx context.Context, sess Session, terminal bool, clos
 }
 
 // attach starts streaming the session's live events to the client.
-func (s *Server) attach(ls *liveSession) {
+func (s *Server) attach(ls *binding) {
 	p := newPresenter(ls.s.Tools(), ls.s.Log().Header().Cwd, ls.terminal, false)
 	p.window = s.opts.ContextWindow
 	p.editor = s.opts.EditorCards
@@ -200,7 +200,7 @@ func (s *Server) reopen(ctx context.Context, id RequestID, params json.RawMessag
 		return nil, err
 	}
 	var terminal bool
-	if err := s.withSession(req.SessionID, func(ls *liveSession, loading bool) error {
+	if err := s.withSession(req.SessionID, func(ls *binding, loading bool) error {
 		if ls != nil || loading {
 			return invalidParams("session %s is already loaded", req.SessionID)
 		}

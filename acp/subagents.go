@@ -19,7 +19,7 @@ type SubagentUpdate struct {
 // notifications of the child's session id, rendered like any session's.
 // Otherwise the child stays invisible on the wire (its progress shows on
 // the parent's tool card).
-func (s *Server) Spawned(parentID string, child Session, title string) {
+func (s *Server) Spawned(parentID string, child Served, title string) {
 	s.mu.Lock()
 	on := s.subagents
 	s.mu.Unlock()

@@ -35,7 +35,7 @@ type bashAgent struct {
 	sessions []*bashSession
 }
 
-func (a *bashAgent) NewSession(ctx context.Context, o agent.SessionOptions) (Session, error) {
+func (a *bashAgent) NewSession(ctx context.Context, o agent.SessionOptions) (Served, error) {
 	s, err := a.FakeAgent.NewSession(ctx, o)
 	if err != nil {
 		return nil, err
