@@ -235,5 +235,5 @@ var (
 	_ sessionDeleter    = runtimeAgent{}
 	_ sessionSummarizer = runtimeAgent{}
 	_ sessionPager      = runtimeAgent{}
-	_ Served           = (*agent.Session)(nil)
+	_ Served            = (*agent.Session)(nil)
 )

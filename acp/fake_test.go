@@ -65,7 +65,7 @@ type FakeAgent struct {
 }
 
 var (
-	_ Agent   = (*FakeAgent)(nil)
+	_ Agent  = (*FakeAgent)(nil)
 	_ Served = (*FakeSession)(nil)
 )
 
