@@ -27,11 +27,6 @@ const (
 	probeNS      = "landlock: namespaces"
 )
 
-// initEnv marks a helper started by [Confined.Setup] in fresh PID and mount
-// namespaces, where it acts as their init. The helper removes it from the
-// command's environment.
-const initEnv = "DSH_SANDBOX_LANDLOCK_INIT"
-
 // HelperExitCode is the helper's exit code for its own failures.
 const HelperExitCode = 125
 

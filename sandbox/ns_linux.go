@@ -12,6 +12,11 @@ import (
 	"golang.org/x/sys/unix"
 )
 
+// initEnv marks a helper started by [Confined.Setup] in fresh PID and mount
+// namespaces, where it acts as their init. The helper removes it from the
+// command's environment.
+const initEnv = "DSH_SANDBOX_LANDLOCK_INIT"
+
 // nsSpawn is a way for the agent to start the Landlock helper in fresh PID
 // and mount namespaces: directly as root, or inside a new user namespace
 // that maps the caller to itself (the helper then keeps CAP_SYS_ADMIN in
