@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"net"
 	"os"
 	"path/filepath"
 	"runtime"
@@ -15,6 +14,8 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/dsh-acp/dsh-acp/internal/netsink"
 )
 
 // deep is a 20k-deep array literal, 20 times the depth bound. (The
@@ -176,16 +177,7 @@ func TestEscapedProgramCannotWriteOrConnect(t *testing.T) {
 	if runtime.GOOS != "linux" {
 		t.Skip("the worker's confinement is checked on Linux here")
 	}
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	require.NoError(t, err)
-	defer ln.Close()
-	accepted := make(chan struct{}, 1)
-	go func() {
-		if c, err := ln.Accept(); err == nil {
-			accepted <- struct{}{}
-			c.Close()
-		}
-	}()
+	sink := netsink.New(t, nil)
 	m := newModel(t, 0)
 	root := t.TempDir()
 	cwd := t.TempDir()
@@ -193,7 +185,7 @@ func TestEscapedProgramCannotWriteOrConnect(t *testing.T) {
 	inTmp := filepath.Join(os.TempDir(), fmt.Sprintf("dsh-escaped-%d", time.Now().UnixNano()))
 	extraCalls.Store("escape-write-ws", codeCall("//escape:write "+inWorkspace))
 	extraCalls.Store("escape-write-tmp", codeCall("//escape:write "+inTmp))
-	extraCalls.Store("escape-connect", codeCall("//escape:connect "+ln.Addr().String()))
+	extraCalls.Store("escape-connect", codeCall("//escape:connect "+sink.Addr()))
 	extraCalls.Store("escape-env", codeCall("//escape:env DEEPSEEK_API_KEY"))
 	a := startAgent(t, agentConfig{root: filepath.Join(root, "sessions"), store: "jsonl", model: m, dir: cwd})
 	sid := a.newSession(cwd)
@@ -214,9 +206,5 @@ func TestEscapedProgramCannotWriteOrConnect(t *testing.T) {
 	}
 	assert.NoFileExists(t, inWorkspace)
 	assert.NoFileExists(t, inTmp)
-	select {
-	case <-accepted:
-		t.Error("the escaped program connected to the loopback listener")
-	default:
-	}
+	assert.Zero(t, sink.Conns.Load(), "the escaped program connected to the loopback listener")
 }

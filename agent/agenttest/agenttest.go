@@ -102,13 +102,7 @@ type Env struct {
 // persist in a JSONL store.
 func New(tb testing.TB, m Model, tools func(capabilities.Env) []capabilities.Tool) *Env {
 	tb.Helper()
-	root := tb.TempDir()
-	st, err := jsonl.Open(root)
-	if err != nil {
-		tb.Fatal(err)
-	}
-	tb.Cleanup(func() { _ = st.Close() })
-	return build(st, root, m, tools, nil)
+	return NewWith(tb, m, tools, nil)
 }
 
 // NewWith is New with the runtime's config adjusted by edit.

@@ -2,7 +2,6 @@ package jsworker_test
 
 import (
 	"context"
-	"net"
 	"os"
 	"path/filepath"
 	"runtime"
@@ -13,6 +12,7 @@ import (
 
 	"github.com/dsh-acp/dsh-acp/capabilities/jsproto"
 	"github.com/dsh-acp/dsh-acp/capabilities/jsworker"
+	"github.com/dsh-acp/dsh-acp/internal/netsink"
 	"github.com/dsh-acp/dsh-acp/internal/workertest"
 	"github.com/dsh-acp/dsh-acp/sandbox"
 )
@@ -37,16 +37,7 @@ func TestWorkerUnderSeatbeltOnMacOS(t *testing.T) {
 	t.Cleanup(func() { _ = os.RemoveAll(homeDir) })
 	secret := filepath.Join(homeDir, "secret.txt")
 	require.NoError(t, os.WriteFile(secret, []byte("s3cret"), 0o600))
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	require.NoError(t, err)
-	defer ln.Close()
-	accepted := make(chan struct{}, 1)
-	go func() {
-		if c, err := ln.Accept(); err == nil {
-			accepted <- struct{}{}
-			c.Close()
-		}
-	}()
+	sink := netsink.New(t, nil)
 
 	p := workertest.Pool(t, jsworker.Options{})
 	run := func(source string) jsproto.Done {
@@ -58,16 +49,12 @@ func TestWorkerUnderSeatbeltOnMacOS(t *testing.T) {
 	assert.Equal(t, "ran", run(`return "ran"`).Text, "the profile lets the worker run")
 	inTmp, inHome := filepath.Join(t.TempDir(), "escaped.txt"), filepath.Join(homeDir, "escaped.txt")
 	for _, src := range []string{"//escape:write " + inTmp, "//escape:write " + inHome, "//escape:read " + secret,
-		"//escape:connect " + ln.Addr().String()} {
+		"//escape:connect " + sink.Addr()} {
 		d := run(src)
 		assert.Contains(t, d.Text, "failed", "%s: %s", src, d.Text)
 		assert.NotContains(t, d.Text, "succeeded", src)
 	}
 	assert.NoFileExists(t, inTmp)
 	assert.NoFileExists(t, inHome)
-	select {
-	case <-accepted:
-		t.Error("the escaped worker connected to the loopback listener")
-	default:
-	}
+	assert.Zero(t, sink.Conns.Load(), "the escaped worker connected to the loopback listener")
 }
