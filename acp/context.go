@@ -75,7 +75,7 @@ func splitImages(blocks []ContentBlock) ([]ContentBlock, []session.Block) {
 
 // imagesAccepted reports whether the session's current model takes
 // images.
-func (s *Server) imagesAccepted(ls *binding) bool {
+func (s *Server) imagesAccepted(ctx context.Context, ls *binding) bool {
 	if !s.opts.Images {
 		return false
 	}
@@ -83,7 +83,7 @@ func (s *Server) imagesAccepted(ls *binding) bool {
 	if !ok || s.opts.Models == nil {
 		return true
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), modelListWait)
+	ctx, cancel := context.WithTimeout(ctx, modelListWait)
 	defer cancel()
 	for _, m := range s.models(ctx, model) {
 		if m.ID == model {

@@ -43,7 +43,7 @@ func (s *Server) prompt(ctx context.Context, r *request) (any, error) {
 		// this one meanwhile, and only teardown needs checking again.
 		var err error
 		if s.opts.PromptContext {
-			if blocks, err = withContext(blocks, ls.s.Log().Header().Cwd, s.imagesAccepted(ls)); err != nil {
+			if blocks, err = withContext(blocks, ls.s.Log().Header().Cwd, s.imagesAccepted(ctx, ls)); err != nil {
 				return nil, err
 			}
 			blocks, images = splitImages(blocks)
