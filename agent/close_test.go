@@ -77,3 +77,27 @@ func runtimeGoroutines() []string {
 	}
 	return out
 }
+
+// TestOnCloseRunsOnceAfterTheBackgroundWork: what the runtime's builder
+// hands it to release (Config.OnClose) runs once, after the warm-up it
+// could still be serving has stopped, however often Close is called.
+func TestOnCloseRunsOnceAfterTheBackgroundWork(t *testing.T) {
+	w := slowWarmer{started: make(chan struct{}), stopped: make(chan struct{})}
+	var calls int
+	warmStopped := false
+	rt := NewRuntime(Config{Model: "m", Provider: w, Clock: func() int64 { return 0 }, NewID: func() string { return "s" },
+		Log: zerolog.Nop(), OnClose: func() {
+			calls++
+			select {
+			case <-w.stopped:
+				warmStopped = true
+			default:
+			}
+		}})
+	<-w.started
+	require.Zero(t, calls, "nothing is released while the runtime runs")
+	rt.Close()
+	rt.Close()
+	require.Equal(t, 1, calls)
+	require.True(t, warmStopped, "OnClose ran after the background work had stopped")
+}

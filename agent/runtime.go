@@ -108,6 +108,10 @@ type Config struct {
 	// with CodeInvalidHistory. The replay harness turns it on, so every
 	// recorded scenario proves the incremental derivation.
 	CheckDerivation bool
+	// OnClose, when set, runs once as the runtime closes, after its own
+	// background work has stopped: the release of what its builder made
+	// for the sessions and owns with it (the program worker pool).
+	OnClose func()
 	// Members returns the composition's turn-pipeline members for a
 	// session (hook bridges, the repeat guard), in registration order.
 	// They stand behind the runtime's own members (mode service, knob
@@ -156,8 +160,9 @@ type Runtime struct {
 	children liveChildren // live child agents, for RootOf
 	idle     *idleRelease // nil without Config.ReleaseIdle
 
-	stop context.CancelFunc // ends the background work NewRuntime started
-	bg   sync.WaitGroup     // that work
+	stop   context.CancelFunc // ends the background work NewRuntime started
+	bg     sync.WaitGroup     // that work
+	closed sync.Once          // runs Config.OnClose
 }
 
 // NewRuntime returns a runtime for cfg. A provider that can open its
@@ -193,6 +198,11 @@ func (r *Runtime) Close() {
 	r.stop()
 	r.bg.Wait()
 	r.idle.stop()
+	r.closed.Do(func() {
+		if r.cfg.OnClose != nil {
+			r.cfg.OnClose()
+		}
+	})
 }
 
 // prewarm runs the first-prompt code paths once on a throwaway session in

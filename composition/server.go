@@ -70,6 +70,7 @@ func (c Composition) NewServer(o ServerOptions) *acp.Server {
 	if o.NewID == nil {
 		o.NewID = session.NewID
 	}
+	var closePrograms func() // the pool made here closes with the runtime
 	if o.Programs == nil {
 		// No worker starts before the first program.
 		var confiner jsworker.Confiner
@@ -77,6 +78,7 @@ func (c Composition) NewServer(o ServerOptions) *acp.Server {
 			confiner = o.Confiner
 		}
 		o.Programs = jsworker.NewPool(jsworker.Options{Confiner: confiner})
+		closePrograms = o.Programs.Close
 	}
 	deps := Deps{Confiner: o.Confiner, LaunchDir: o.LaunchDir, Getenv: o.Getenv, Programs: o.Programs}
 	var approvals *approval.Service
@@ -131,6 +133,7 @@ func (c Composition) NewServer(o ServerOptions) *acp.Server {
 		Compaction:         c.compaction(),
 		MaxToolArgBytes:    o.Limits.MaxToolArgBytes,
 		CheckDerivation:    o.CheckDerivation,
+		OnClose:            closePrograms,
 		// An editor's agent idles most of the time: what a turn freed goes
 		// back to the system 2 s after the last one (docs/performance.md).
 		ReleaseIdle: releaseIdle(c),
