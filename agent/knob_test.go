@@ -1,8 +1,11 @@
 package agent
 
 import (
+	"context"
 	"strings"
 	"testing"
+
+	"github.com/rs/zerolog"
 
 	"github.com/dsh-acp/dsh-acp/session"
 )
@@ -108,4 +111,23 @@ func BenchmarkKnobDecode(b *testing.B) {
 			}
 		}
 	})
+}
+
+// BenchmarkLoggedKnob is a session's read of a knob its log has switched:
+// the value is decoded from the event once, not at every read.
+func BenchmarkLoggedKnob(b *testing.B) {
+	var now int64
+	rt := NewRuntime(Config{Model: "m", Provider: newScripted(nil), Clock: func() int64 { now++; return now },
+		NewID: func() string { return "s" }, Log: zerolog.Nop()})
+	s, err := rt.NewSession(context.Background(), SessionOptions{Cwd: "/w"})
+	if err != nil {
+		b.Fatal(err)
+	}
+	k := builtinKnobs[0]
+	s.Log().Append(k.Event, k.Payload("read-only"))
+	for b.Loop() {
+		if v := s.loggedKnob(k.ID); v != "read-only" {
+			b.Fatal(v)
+		}
+	}
 }

@@ -21,14 +21,39 @@ func foldKnob(events []session.Event, k Knob) string {
 	return ""
 }
 
+// knobSeen is a knob's value as decoded from its latest event, seq.
+type knobSeen struct {
+	seq   int
+	value string
+}
+
 // loggedKnob is foldKnob over the session's log, in O(1): the log keeps
-// the latest event of every type at hand.
+// the latest event of every type at hand, and the session the value it
+// decoded from it (the log keeps events encoded, so a read would
+// otherwise decode the same event at every step).
 func (s *Session) loggedKnob(id string) string {
 	k, ok := s.rt.knob(id)
 	if !ok {
 		return ""
 	}
-	return lastKnob(s.log, k)
+	e, ok := s.log.Last(k.Event)
+	if !ok {
+		return ""
+	}
+	s.knobMu.Lock()
+	seen, hit := s.knobSeen[id]
+	s.knobMu.Unlock()
+	if hit && seen.seq == e.Seq {
+		return seen.value
+	}
+	v := decodeKnob(s.log, k, e)
+	s.knobMu.Lock()
+	if s.knobSeen == nil {
+		s.knobSeen = map[string]knobSeen{}
+	}
+	s.knobSeen[id] = knobSeen{e.Seq, v}
+	s.knobMu.Unlock()
+	return v
 }
 
 // lastKnob is foldKnob(log.Events(), k) in O(1).
@@ -37,6 +62,12 @@ func lastKnob(log *session.Log, k Knob) string {
 	if !ok {
 		return ""
 	}
+	return decodeKnob(log, k, e)
+}
+
+// decodeKnob is k's value from e, its latest event in log; an event that does
+// not decode falls back to the full fold.
+func decodeKnob(log *session.Log, k Knob, e session.Event) string {
 	if v, ok := k.Decode(e); ok {
 		return v
 	}

@@ -442,6 +442,9 @@ type Session struct {
 	inTurn      bool              // a prompt's turn is open (guards Inject)
 	injected    []session.Message // context injected during the turn, appended at the next step boundary
 
+	knobMu   sync.Mutex
+	knobSeen map[string]knobSeen // each knob's value as last decoded (loggedKnob)
+
 	req      derived            // the request state derived from the log (derive)
 	pipe     *pipeline.Pipeline // the turn pipeline: built-in members, then the composition's
 	steering []pipeline.Context // forced-continuation reasons, appended before the next step
