@@ -323,14 +323,27 @@ func runForeground(ctx context.Context, sp spec, timeoutMs float64, conf *confin
 		// A runner killed before its command leaves nothing behind either.
 		sweepSession(p.pgid)
 	}
+	markers, err := endMarkers(conf, p.exit(), func() string { return p.stderr.snapshot().text }, timedOut, timeoutMs)
+	if err != nil {
+		return "", err
+	}
+	return resultText(p.stdout.snapshot(), p.stderr.snapshot(), markers), nil
+}
+
+// endMarkers are the markers a finished run's result ends with, local or
+// in the editor's terminal: the sandbox's verdict on a confined command
+// that failed (judged by its output), what the tripwire put back, a
+// timeout, then the signal or the exit code. A confined runner that could
+// not start the command is the tool's error instead.
+func endMarkers(conf *confinement, ex exitInfo, output func() string, timedOut bool, timeoutMs float64) ([]string, error) {
 	var markers []string
 	denied := false
-	if ex := p.exit(); conf != nil && ex.signal == "" && ex.code > 0 {
-		stderr := p.stderr.snapshot().text
-		v := conf.confined.Classify(ex.code, stderr)
+	if conf != nil && ex.signal == "" && ex.code > 0 {
+		out := output()
+		v := conf.confined.Classify(ex.code, out)
 		if v.RunnerFailure {
 			conf.tripped(false)
-			return "", unavailable(sandbox.RunnerFailureError(sandbox.Mode(conf.mode), stderr))
+			return nil, unavailable(sandbox.RunnerFailureError(sandbox.Mode(conf.mode), out))
 		}
 		markers = append(markers, conf.markers(v)...)
 		denied = v.Denied
@@ -339,13 +352,13 @@ func runForeground(ctx context.Context, sp spec, timeoutMs float64, conf *confin
 	if timedOut {
 		markers = append(markers, "[timed out after "+formatMs(timeoutMs)+"ms]")
 	}
-	switch ex := p.exit(); {
+	switch {
 	case ex.signal != "":
 		markers = append(markers, "[killed by signal: "+ex.signal+"]")
 	case ex.code != 0:
 		markers = append(markers, "[exit code: "+strconv.Itoa(ex.code)+"]")
 	}
-	return resultText(p.stdout.snapshot(), p.stderr.snapshot(), markers), nil
+	return markers, nil
 }
 
 // formatMs prints a millisecond count the way JavaScript prints a number

@@ -14,7 +14,6 @@ import (
 	"unicode/utf8"
 
 	"github.com/dsh-acp/dsh-acp/capabilities"
-	"github.com/dsh-acp/dsh-acp/sandbox"
 	"github.com/dsh-acp/dsh-acp/session"
 )
 
@@ -233,31 +232,13 @@ func (t *Tool) runInTerminal(ctx context.Context, call *capabilities.Call, h *ca
 // output (with the truncation notice when the terminal dropped its
 // beginning; there is no spill file), then the markers.
 func terminalResult(out capabilities.TerminalOutput, st capabilities.ExitStatus, conf *confinement, timedOut bool, timeoutMs float64) (string, error) {
-	signal := signalName(st.Signal)
-	code := 0
+	ex := exitInfo{signal: signalName(st.Signal)}
 	if st.Code != nil {
-		code = *st.Code
+		ex.code = *st.Code
 	}
-	var markers []string
-	denied := false
-	if conf != nil && signal == "" && code > 0 {
-		v := conf.confined.Classify(code, out.Output)
-		if v.RunnerFailure {
-			conf.tripped(false)
-			return "", unavailable(sandbox.RunnerFailureError(sandbox.Mode(conf.mode), out.Output))
-		}
-		markers = append(markers, conf.markers(v)...)
-		denied = v.Denied
-	}
-	markers = append(markers, conf.tripped(denied)...)
-	if timedOut {
-		markers = append(markers, "[timed out after "+formatMs(timeoutMs)+"ms]")
-	}
-	switch {
-	case signal != "":
-		markers = append(markers, "[killed by signal: "+signal+"]")
-	case code != 0:
-		markers = append(markers, "[exit code: "+strconv.Itoa(code)+"]")
+	markers, err := endMarkers(conf, ex, func() string { return out.Output }, timedOut, timeoutMs)
+	if err != nil {
+		return "", err
 	}
 	return resultText(tailCapture(out), capture{}, markers), nil
 }
