@@ -15,8 +15,8 @@ import (
 	"runtime"
 )
 
-// Module is the module's import path; executables are Module/cmd/<name>.
-const Module = "github.com/dsh-acp/dsh-acp"
+// module is the module's import path; executables are module/cmd/<name>.
+const module = "github.com/dsh-acp/dsh-acp"
 
 // Agent and Worker are the executables' names.
 const (
@@ -40,7 +40,7 @@ func Build(dir, name, tags string) (string, error) {
 	if tags != "" {
 		args = append(args, "-tags", tags)
 	}
-	cmd := exec.Command(goTool, append(args, Module+"/cmd/"+name)...)
+	cmd := exec.Command(goTool, append(args, module+"/cmd/"+name)...)
 	cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
 	if b, err := cmd.CombinedOutput(); err != nil {
 		return "", fmt.Errorf("go build %s: %w\n%s", name, err, b)

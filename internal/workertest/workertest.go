@@ -14,9 +14,6 @@ import (
 	"github.com/dsh-acp/dsh-acp/internal/testbin"
 )
 
-// Package is the worker's import path.
-const Package = "github.com/dsh-acp/dsh-acp/cmd/dsh-acp-worker"
-
 // Main builds the worker, sets $DSH_ACP_WORKER, runs the tests and
 // removes the build; call it from TestMain: os.Exit(workertest.Main(m)).
 // A worker already named by $DSH_ACP_WORKER is used as it is.
