@@ -155,6 +155,11 @@ type Options struct {
 	// MaxPromptBytes bounds the text of one session/prompt across its
 	// blocks (0: DefaultMaxPromptBytes, 4 MiB); a larger prompt is -32602.
 	MaxPromptBytes int
+
+	// AfterInitialize, when set, runs once, after the first initialize
+	// answer is written: start-up work of the process that the client
+	// should not wait for (as the agent's own Warm, which runs first).
+	AfterInitialize func()
 }
 
 // PromptCommand is a slash command that expands to a prompt for the model
@@ -229,9 +234,17 @@ type agentCloser interface {
 	Close()
 }
 
+// agentWarmer is an Agent with start-up work to do once the client has
+// its initialize answer (agent.Runtime.Warm).
+type agentWarmer interface {
+	// Warm starts that work in the background, once.
+	Warm()
+}
+
 // The runtime's optional surfaces, checked at compile time.
 var (
 	_ agentCloser       = runtimeAgent{}
+	_ agentWarmer       = runtimeAgent{}
 	_ sessionDeleter    = runtimeAgent{}
 	_ sessionSummarizer = runtimeAgent{}
 	_ sessionPager      = runtimeAgent{}

@@ -53,3 +53,23 @@ func (s *Server) initialize(_ context.Context, params json.RawMessage) (any, err
 		AuthMethods: s.authMethods(),
 	}, nil
 }
+
+// initialized starts, once, what waits for the first initialize answer:
+// the agent's warm-up, then Options.AfterInitialize. They begin when the
+// answer has left the queue for stdout (the client is not kept waiting
+// for them), on a goroutine the teardown waits for.
+func (s *Server) initialized() {
+	s.started.Do(func() {
+		s.work.Add(1)
+		go func() {
+			defer s.work.Done()
+			_ = s.stream.Flush() // an error is the connection's, reported where it writes
+			if w, ok := s.agent.(agentWarmer); ok {
+				w.Warm()
+			}
+			if s.opts.AfterInitialize != nil {
+				s.opts.AfterInitialize()
+			}
+		}()
+	})
+}

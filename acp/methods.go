@@ -66,7 +66,10 @@ var errDeferred = errors.New("answer deferred")
 // answers, which its options decide once; any other is method not found.
 func (s *Server) methodTable() map[Method]handler {
 	t := map[Method]handler{
-		MethodInitialize:      withParams(s.initialize),
+		MethodInitialize: func(ctx context.Context, r *request) (any, error) {
+			r.afterReply(s.initialized)
+			return s.initialize(ctx, r.params)
+		},
 		MethodAuthenticate:    withParams(s.authenticate),
 		MethodSessionNew:      s.newSession,
 		MethodSessionLoad:     func(ctx context.Context, r *request) (any, error) { return s.loadSession(ctx, r.id, r.params) },

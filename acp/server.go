@@ -43,6 +43,7 @@ type Server struct {
 	work           sync.WaitGroup
 
 	methods map[Method]handler // the dispatch table (methods.go), fixed at NewServer
+	started sync.Once          // initialized's
 }
 
 // binding is the bridge's state for one served conversation on this

@@ -160,34 +160,51 @@ type Runtime struct {
 	children liveChildren // live child agents, for RootOf
 	idle     *idleRelease // nil without Config.ReleaseIdle
 
-	stop   context.CancelFunc // ends the background work NewRuntime started
+	mu     sync.Mutex         // orders Warm's start against Close
+	ctx    context.Context    // the background work's, until Close
+	stop   context.CancelFunc // ends the background work (Warm's)
 	bg     sync.WaitGroup     // that work
+	warmed sync.Once          // Warm's
 	closed sync.Once          // runs Config.OnClose
 }
 
-// NewRuntime returns a runtime for cfg. A provider that can open its
-// connection ahead of use (a live API) starts doing so now, so the first
-// prompt does not wait for TCP and TLS handshakes; the first-prompt code
-// paths are warmed too. Close stops both.
+// NewRuntime returns a runtime for cfg. It starts no background work:
+// Warm does, and Close stops it.
 func NewRuntime(cfg Config) *Runtime {
 	if cfg.Tools == nil {
 		cfg.Tools = func(capabilities.Env) *capabilities.Registry { return capabilities.NewRegistry() }
 	}
 	ctx, stop := context.WithCancel(context.Background())
-	r := &Runtime{cfg: cfg, idle: newIdleRelease(cfg.ReleaseIdle), stop: stop}
-	if w, ok := cfg.Provider.(warmer); ok {
+	return &Runtime{cfg: cfg, idle: newIdleRelease(cfg.ReleaseIdle), ctx: ctx, stop: stop}
+}
+
+// Warm starts, once and in the background, what makes the first prompt
+// fast: the provider opening its connection ahead of use (a live API: the
+// TCP and TLS handshakes) and the prewarm of the first-prompt code paths.
+// NewRuntime does not start them, so that they do not compete with
+// answering initialize: the server calls Warm once that answer is
+// written, and the first NewSession or ResumeSession calls it too. After
+// Close it does nothing.
+func (r *Runtime) Warm() {
+	r.warmed.Do(func() {
+		r.mu.Lock()
+		defer r.mu.Unlock()
+		if r.ctx.Err() != nil {
+			return
+		}
+		if w, ok := r.cfg.Provider.(warmer); ok {
+			r.bg.Add(1)
+			go func() {
+				defer r.bg.Done()
+				w.Warm(r.ctx)
+			}()
+		}
 		r.bg.Add(1)
 		go func() {
 			defer r.bg.Done()
-			w.Warm(ctx)
+			r.prewarm(r.ctx)
 		}()
-	}
-	r.bg.Add(1)
-	go func() {
-		defer r.bg.Done()
-		r.prewarm(ctx)
-	}()
-	return r
+	})
 }
 
 // Close stops the runtime's own background work (the provider's warm-up,
@@ -195,7 +212,11 @@ func NewRuntime(cfg Config) *Runtime {
 // are closed on their own (Session.Close), before it; the runtime is not
 // used after. Later calls do nothing.
 func (r *Runtime) Close() {
+	// Under mu, so that a Warm running now either has added its work to
+	// bg or sees the runtime stopped.
+	r.mu.Lock()
 	r.stop()
+	r.mu.Unlock()
 	r.bg.Wait()
 	r.idle.stop()
 	r.closed.Do(func() {
@@ -232,6 +253,7 @@ func (r *Runtime) prewarm(ctx context.Context) {
 // NewSession starts an empty session rooted at o.Cwd, with o's extra roots
 // and host. Its log file appears with its first event.
 func (r *Runtime) NewSession(_ context.Context, o SessionOptions) (*Session, error) {
+	r.Warm()
 	h := session.Header{ID: r.cfg.NewID(), CreatedAt: r.cfg.Clock(), Cwd: o.Cwd}
 	log := session.NewLog(h, r.cfg.Clock, r.cfg.Store)
 	roots := recordRoots(log, o)
@@ -332,6 +354,7 @@ func (r *Runtime) SessionTitle(ctx context.Context, id string) string {
 // ResumeSession loads a stored session (crash repair has been applied by
 // the store) with o's host; it keeps its recorded roots and adds o's.
 func (r *Runtime) ResumeSession(ctx context.Context, id string, o SessionOptions) (*Session, error) {
+	r.Warm()
 	if r.cfg.Store == nil {
 		return nil, errors.New("no session store is configured")
 	}

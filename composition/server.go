@@ -60,6 +60,9 @@ type ServerOptions struct {
 	// request state with a full re-derivation from its log
 	// (agent.Config.CheckDerivation); the replay harness sets it.
 	CheckDerivation bool
+	// AfterInitialize is the process's start-up work to run once the
+	// first initialize answer is written (acp.Options.AfterInitialize).
+	AfterInitialize func()
 }
 
 // NewServer wires an ACP bridge serving this composition.
@@ -162,6 +165,8 @@ func (c Composition) NewServer(o ServerOptions) *acp.Server {
 		EnvAuth:        auth,
 		MaxLineBytes:   o.Limits.MaxLineBytes,
 		MaxPromptBytes: o.Limits.MaxPromptBytes,
+
+		AfterInitialize: o.AfterInitialize,
 	}, o.Log)
 	if approvals != nil {
 		approvals.AddAnswerer(srv)

@@ -75,17 +75,6 @@ func main() {
 			fmt.Fprintln(os.Stderr, "dsh-acp: warning:", err)
 		}
 	}
-	// The package initializers have run: let go of the executable's text
-	// pages they touched (see releaseStartupPages), on the side, as the
-	// madvise takes ~0.5 ms. DSH_ACP_STARTUP_PAGES=keep keeps them, to
-	// measure the difference.
-	if os.Getenv("DSH_ACP_STARTUP_PAGES") != "keep" {
-		go func() {
-			if err := releaseStartupPages(); err != nil {
-				fmt.Fprintln(os.Stderr, "dsh-acp: warning:", err)
-			}
-		}()
-	}
 	if os.Getenv("GOGC") == "" {
 		// The heap is small and mostly the session log: trading a little
 		// memory for fewer collections keeps streaming cheap.
@@ -332,9 +321,29 @@ func serve(ctx context.Context, o *options, stdin io.Reader, stdout io.Writer, l
 	}
 	srv := comp.NewServer(composition.ServerOptions{Provider: provider, Store: store, Log: log, Version: version, LaunchDir: cwd, Confiner: confiner,
 		MaxSteps: user.MaxSteps, Limits: user.Limits, Delegation: user.Delegation, Models: user.Models, ListModels: modelLister(o, user, k, getenv, log),
-		Auth: envAuth(o, k, log), CheckDerivation: getenv("DSH_SNAPSHOT") == "replay"})
+		Auth: envAuth(o, k, log), CheckDerivation: getenv("DSH_SNAPSHOT") == "replay", AfterInitialize: afterInitialize(getenv, log)})
 	log.Info().Str("composition", comp.Name).Str("sessions", root).Msg("serving ACP on stdio")
 	return srv.Serve(ctx, stdin, stdout)
+}
+
+// afterInitialize is the process's start-up work that waits until the
+// editor has its initialize answer. The package initializers ran long
+// before: let go of the executable's text pages they touched (see
+// releaseStartupPages), on the side, as the madvise takes ~0.5 ms of CPU
+// that would otherwise compete with answering initialize on a small
+// machine. DSH_ACP_STARTUP_PAGES=keep keeps them, to measure the
+// difference.
+func afterInitialize(getenv func(string) string, log zerolog.Logger) func() {
+	if getenv("DSH_ACP_STARTUP_PAGES") == "keep" {
+		return nil
+	}
+	return func() {
+		go func() {
+			if err := releaseStartupPages(); err != nil {
+				log.Warn().Err(err).Msg("could not release the start-up pages")
+			}
+		}()
+	}
 }
 
 func openStore(kind, root string) (session.Store, error) {
