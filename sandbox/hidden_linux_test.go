@@ -6,6 +6,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strings"
 	"testing"
 )
 
@@ -53,5 +54,46 @@ func TestExistingResolvesLikeEvalSymlinks(t *testing.T) {
 	}
 	if len(want) != 7 {
 		t.Fatalf("the fixture resolves %d paths, not 7: %q", len(want), want)
+	}
+}
+
+// TestHiddenLaterAndNested: a secret directory that appears between two
+// commands is hidden from the second, and a hidden file beneath a hidden
+// directory (listed after it) neither breaks the command nor shows, on
+// every backend.
+func TestHiddenLaterAndNested(t *testing.T) {
+	for _, bc := range realBackends {
+		t.Run(bc.name, func(t *testing.T) {
+			b := bc.new(t)
+			f := newContainFixture(t)
+			aws := filepath.Join(f.home, ".aws")
+			gh := filepath.Join(f.home, ".config", "gh")
+			hosts := filepath.Join(gh, "hosts.yml")
+			if err := os.MkdirAll(gh, 0o700); err != nil {
+				t.Fatal(err)
+			}
+			if err := os.WriteFile(hosts, []byte("token: gho_SECRET\n"), 0o600); err != nil {
+				t.Fatal(err)
+			}
+			p := f.policy(WorkspaceWrite, f.ws)
+			p.Hidden = append(p.Hidden, aws, gh, hosts)
+			read := "cat " + filepath.Join(aws, "credentials") + " " + hosts + " 2>/dev/null; echo done"
+			r := run(t, confinePolicy(t, b, p, read), f.ws)
+			expectOK(t, b, r)
+			if strings.TrimSpace(r.stdout) != "done" {
+				t.Fatalf("first command: stdout %q stderr %q", r.stdout, r.stderr)
+			}
+			if err := os.MkdirAll(aws, 0o700); err != nil {
+				t.Fatal(err)
+			}
+			if err := os.WriteFile(filepath.Join(aws, "credentials"), []byte("aws_secret_access_key=AKIASECRET\n"), 0o600); err != nil {
+				t.Fatal(err)
+			}
+			r = run(t, confinePolicy(t, b, p, read), f.ws)
+			expectOK(t, b, r)
+			if strings.Contains(r.stdout, "SECRET") || strings.TrimSpace(r.stdout) != "done" {
+				t.Fatalf("second command: stdout %q stderr %q", r.stdout, r.stderr)
+			}
+		})
 	}
 }
