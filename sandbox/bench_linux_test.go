@@ -182,3 +182,32 @@ func benchArgv(b *testing.B, s spawn) {
 	}
 	b.ReportMetric(float64(cpu.Microseconds())/1000/float64(b.N), "cpu-ms/op")
 }
+
+// BenchmarkContainmentAgentSide measures the agent's side of a confined
+// `true` alone, per backend, without and with the containment of
+// [BenchmarkContainmentCost]: [Provider.Confine], then the tripwire's
+// check, nothing spawned.
+func BenchmarkContainmentAgentSide(b *testing.B) {
+	hidden, protected, root, tmp := benchContainment(b)
+	for _, bc := range realBackends {
+		be := bc.new(b)
+		base := Policy{Mode: WorkspaceWrite, WorkspaceRoot: root, TmpDir: tmp}
+		contain := base
+		contain.NoNetwork, contain.Hidden, contain.Protected = true, hidden, protected
+		for name, p := range map[string]Policy{"plain": base, "contain": contain} {
+			b.Run(bc.name+"/"+name, func(b *testing.B) {
+				requireBackend(b, be)
+				prov := providerFor(be)
+				for b.Loop() {
+					c, err := prov.Confine(context.Background(), []string{"true"}, p)
+					if err != nil {
+						b.Fatal(err)
+					}
+					if tripped := c.Tripwire.Check(); len(tripped) > 0 {
+						b.Fatalf("tripped %q", tripped)
+					}
+				}
+			})
+		}
+	}
+}

@@ -125,6 +125,7 @@ func (p *Provider) Select(ctx context.Context, mode Mode) (Backend, Enforcement,
 // differ), ordered as given.
 func existing(ps []string) []string {
 	var out []string
+	dirs := map[string]string{} // a parent directory's resolution, this call's
 	for _, p := range ps {
 		if !filepath.IsAbs(p) {
 			continue
@@ -134,7 +135,7 @@ func existing(ps []string) []string {
 			ms, _ = filepath.Glob(p) // a protected pattern
 		}
 		for _, m := range ms {
-			real, err := filepath.EvalSymlinks(m)
+			real, err := resolve(m, dirs)
 			if err != nil {
 				continue
 			}
@@ -144,6 +145,36 @@ func existing(ps []string) []string {
 		}
 	}
 	return out
+}
+
+// resolve is [filepath.EvalSymlinks] of p, with the resolution of p's
+// parent directory looked up in (or added to) dirs, itself so resolved:
+// the paths of a policy share a few parents (the home, a repository's
+// .git), each resolved once per [Provider.Confine] rather than once per
+// path. p's own name is checked (one lstat): a symbolic link there is
+// resolved in full.
+func resolve(p string, dirs map[string]string) (string, error) {
+	if p != filepath.Clean(p) || p == "/" {
+		return filepath.EvalSymlinks(p) // ".." and the like: EvalSymlinks's own rules
+	}
+	dir := filepath.Dir(p)
+	realDir, ok := dirs[dir]
+	if !ok {
+		var err error
+		if realDir, err = resolve(dir, dirs); err != nil {
+			return "", err
+		}
+		dirs[dir] = realDir
+	}
+	real := filepath.Join(realDir, filepath.Base(p))
+	fi, err := os.Lstat(real)
+	if err != nil {
+		return "", err
+	}
+	if fi.Mode()&os.ModeSymlink != 0 {
+		return filepath.EvalSymlinks(real)
+	}
+	return real, nil
 }
 
 // absentPaths returns the absolute paths (or glob patterns) of ps that
@@ -158,8 +189,10 @@ func absentPaths(ps []string) []string {
 		if _, err := os.Lstat(p); err == nil {
 			continue
 		}
-		if ms, _ := filepath.Glob(p); len(ms) > 0 {
-			continue
+		if strings.ContainsAny(p, `*?[\`) {
+			if ms, _ := filepath.Glob(p); len(ms) > 0 {
+				continue
+			}
 		}
 		if !slices.Contains(out, p) {
 			out = append(out, p)
