@@ -131,7 +131,7 @@ func existing(ps []string) []string {
 			continue
 		}
 		ms := []string{p}
-		if strings.ContainsAny(p, `*?[`) {
+		if isPattern(p) {
 			ms, _ = filepath.Glob(p) // a protected pattern
 		}
 		for _, m := range ms {
@@ -177,6 +177,18 @@ func resolve(p string, dirs map[string]string) (string, error) {
 	return real, nil
 }
 
+// isPattern reports whether p holds what [filepath.Glob] reads as
+// pattern syntax: `*`, `?`, `[`, and except on Windows (where it
+// separates) the escaping backslash. Such a policy path stands for its
+// matches, any other for itself.
+func isPattern(p string) bool {
+	meta := `*?[\`
+	if runtime.GOOS == "windows" {
+		meta = `*?[`
+	}
+	return strings.ContainsAny(p, meta)
+}
+
 // absentPaths returns the absolute paths (or glob patterns) of ps that
 // exist nowhere, cleaned, each once.
 func absentPaths(ps []string) []string {
@@ -189,7 +201,7 @@ func absentPaths(ps []string) []string {
 		if _, err := os.Lstat(p); err == nil {
 			continue
 		}
-		if strings.ContainsAny(p, `*?[\`) {
+		if isPattern(p) {
 			if ms, _ := filepath.Glob(p); len(ms) > 0 {
 				continue
 			}
