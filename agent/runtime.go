@@ -160,11 +160,11 @@ type Runtime struct {
 	children liveChildren // live child agents, for RootOf
 	idle     *idleRelease // nil without Config.ReleaseIdle
 
-	mu     sync.Mutex         // orders Warm's start against Close
+	mu     sync.Mutex         // guards warmed, and orders Warm's start against Close
 	ctx    context.Context    // the background work's, until Close
 	stop   context.CancelFunc // ends the background work (Warm's)
 	bg     sync.WaitGroup     // that work
-	warmed sync.Once          // Warm's
+	warmed bool               // Warm has started the background work
 	closed sync.Once          // runs Config.OnClose
 }
 
@@ -186,25 +186,24 @@ func NewRuntime(cfg Config) *Runtime {
 // written, and the first NewSession or ResumeSession calls it too. After
 // Close it does nothing.
 func (r *Runtime) Warm() {
-	r.warmed.Do(func() {
-		r.mu.Lock()
-		defer r.mu.Unlock()
-		if r.ctx.Err() != nil {
-			return
-		}
-		if w, ok := r.cfg.Provider.(warmer); ok {
-			r.bg.Add(1)
-			go func() {
-				defer r.bg.Done()
-				w.Warm(r.ctx)
-			}()
-		}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.warmed || r.ctx.Err() != nil {
+		return
+	}
+	r.warmed = true
+	if w, ok := r.cfg.Provider.(warmer); ok {
 		r.bg.Add(1)
 		go func() {
 			defer r.bg.Done()
-			r.prewarm(r.ctx)
+			w.Warm(r.ctx)
 		}()
-	})
+	}
+	r.bg.Add(1)
+	go func() {
+		defer r.bg.Done()
+		r.prewarm(r.ctx)
+	}()
 }
 
 // Close stops the runtime's own background work (the provider's warm-up,
