@@ -235,11 +235,13 @@ func (k *kids) start(req subagent.Request, ev AgentEvent, answer func(jsproto.Re
 			return
 		}
 		out, err := subagent.Run(k.ctx, k.sp, req)
-		<-k.sem
+		// Told done before the slot is given up: the child waiting for
+		// it cannot end, and be told so, before this one.
 		if k.cfg.OnAgent != nil {
 			ev.Done, ev.Stop = true, out.Stop
 			k.cfg.OnAgent(ev)
 		}
+		<-k.sem
 		if err != nil {
 			answer(jsproto.Reply{Err: err.Error()})
 			return
