@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"maps"
 	"slices"
+	"sort"
 	"sync"
 
 	"github.com/dsh-acp/dsh-acp/agent/llm"
@@ -26,8 +27,9 @@ import (
 // folds from scratch: the reference this state must equal at every event
 // (TestDerivedMatchesFullFolds, Config.CheckDerivation).
 type derived struct {
-	mu sync.Mutex
-	n  int // events folded so far
+	mu       sync.Mutex
+	n        int // kept events folded so far (an index into the log's Events)
+	lastKept int // the seq of the latest of them
 
 	hist    deriver
 	checker historyChecker
@@ -47,6 +49,78 @@ type derived struct {
 	lastSurface   int // seq of the latest surface event
 	beforeUser    int // surface events before the latest user/message
 	lastBeforeUsr int // seq of the latest surface event before it
+
+	// What the log may let go of (releasable), once per summary.
+	summarySeq int                // seq of the latest summary
+	shadowed   func(seq int) bool // what it replaces (nil: no summary yet)
+	span       seqRange           // the seqs it replaces, when a range ({-1, -1}: a list)
+	releaseDue bool               // a summary was folded since the last release
+	released   bool               // the log let go of some events
+	relLo      int                // the lowest and highest seq it let go of
+	relHi      int
+	readBack   func(n int) ([]session.Event, bool) // the whole log below seq n (nil: kept events only)
+}
+
+// releasableType reports whether the log may let go of events of type
+// typ that a summary replaced: the results and answers (the bulk of a
+// conversation), and the step markers between them. Whatever a fold or a
+// reader of the log's events looks for in old turns stays: turn starts
+// and ends, user and context messages, tool calls, knobs, modes, headers.
+func releasableType(typ string) bool {
+	switch typ {
+	case session.TypeToolResult, session.TypeAssistantMessage, session.TypeStepStart, session.TypeStepEnd:
+		return true
+	}
+	return false
+}
+
+// releasable reports whether memory may let go of e: an event of a
+// releasable type that the latest summary replaced (a step marker: one
+// within the span a range summary replaces). No request shows it to the
+// model again (the summary stands in its place, and a later summary
+// replaces at least as much). The log still has it: All and Prefix read
+// it back.
+func (r *derived) releasable(e session.Event) bool {
+	if r.shadowed == nil || e.Seq >= r.summarySeq || !releasableType(e.Type) {
+		return false
+	}
+	if isSurface(e.Type) {
+		return r.shadowed(e.Seq)
+	}
+	return r.span.Start >= 0 && e.Seq >= r.span.Start && e.Seq <= r.span.End
+}
+
+// release lets the log go of what is releasable after a new summary, and
+// keeps r.n an index into the log's kept events.
+func (r *derived) release(log *session.Log) {
+	if !r.releaseDue {
+		return
+	}
+	r.releaseDue = false
+	n := log.Release(func(e session.Event) bool {
+		if !r.releasable(e) {
+			return false
+		}
+		if !r.released || e.Seq < r.relLo {
+			r.relLo = e.Seq
+		}
+		r.relHi = max(r.relHi, e.Seq)
+		r.released = true
+		return true
+	})
+	r.n -= n
+}
+
+// covers reports whether sum replaces every event the log let go of, so
+// that the kept events are enough to derive the history after it.
+func (r *derived) covers(sum CompactSummary) bool {
+	if !r.released {
+		return true
+	}
+	if sum.ShadowedSeqs == nil {
+		return sum.ShadowedRange.Start <= r.relLo && r.relHi <= sum.ShadowedRange.End
+	}
+	return false
 }
 
 // sync folds the events appended since the last call. events is the
@@ -56,6 +130,9 @@ func (r *derived) sync(events []session.Event) {
 		r.fold(events, e)
 	}
 	r.n = len(events)
+	if r.n > 0 {
+		r.lastKept = events[r.n-1].Seq
+	}
 }
 
 // fold folds one event; events is the log up to at least e.
@@ -65,7 +142,20 @@ func (r *derived) fold(events []session.Event, e session.Event) {
 		var sum CompactSummary
 		if json.Unmarshal(e.Data, &sum) == nil {
 			r.used = 0
+			if !r.covers(sum) && r.readBack != nil {
+				// The summary leaves in place some of what an earlier
+				// one replaced (an older build's list): derive from
+				// the whole log.
+				if whole, ok := r.readBack(e.Seq + 1); ok {
+					events = whole
+				}
+			}
 			r.rederive(events, e.Seq)
+			r.summarySeq, r.shadowed, r.releaseDue = e.Seq, sum.shadows(), true
+			r.span = sum.ShadowedRange
+			if sum.ShadowedSeqs != nil {
+				r.span = seqRange{Start: -1, End: -1}
+			}
 			return
 		}
 	case session.TypeAssistantMessage:
@@ -192,7 +282,14 @@ func (c *historyChecker) done() error {
 func (s *Session) derive() *derived {
 	r := &s.req
 	r.mu.Lock()
+	if r.readBack == nil {
+		r.readBack = func(n int) ([]session.Event, bool) {
+			events, err := s.log.Prefix(context.Background(), n)
+			return events, err == nil
+		}
+	}
 	r.sync(s.log.Events())
+	r.release(s.log)
 	return r
 }
 
@@ -200,27 +297,31 @@ func (s *Session) derive() *derived {
 func (r *derived) headerMode() string { return cmp.Or(r.modeAtHeader, DefaultMode) }
 
 // verify compares the state with the same folds computed from scratch
-// over events (the log r has folded): the history and its check, the
+// over events, the whole log r has folded (what the log released
+// included): the history and its check, the
 // header, the context use, the compaction boundary and the mode at the
 // last header. It returns the first difference.
 func (r *derived) verify(events []session.Event) error {
-	events = events[:r.n]
+	at := -1 // the seq of the last event folded, for the messages
+	if len(events) > 0 {
+		at = events[len(events)-1].Seq
+	}
 	msgs, seqs, err := r.messages()
 	wantMsgs, wantSeqs := deriveHistory(compacted(events))
 	wantErr := checkHistory(wantMsgs, wantSeqs)
 	if !sameMessages(msgs, wantMsgs) || !slices.Equal(seqs, wantSeqs) {
-		return fmt.Errorf("derived history differs from the log's after event #%d:\n got %s %v\nwant %s %v", r.n-1,
+		return fmt.Errorf("derived history differs from the log's after event #%d:\n got %s %v\nwant %s %v", at,
 			jsonx.MustMarshal(msgs), seqs, jsonx.MustMarshal(wantMsgs), wantSeqs)
 	}
 	if fmt.Sprint(err) != fmt.Sprint(wantErr) {
-		return fmt.Errorf("derived history check %v, the log's %v (after event #%d)", err, wantErr, r.n-1)
+		return fmt.Errorf("derived history check %v, the log's %v (after event #%d)", err, wantErr, at)
 	}
 	h, ok := foldHeader(events)
 	if ok != r.hasHdr || !sameHeader(h, r.hdr) {
-		return fmt.Errorf("derived request header differs from the log's after event #%d", r.n-1)
+		return fmt.Errorf("derived request header differs from the log's after event #%d", at)
 	}
 	if u := usedTokens(events); u != r.used {
-		return fmt.Errorf("derived context use %d, the log's %d (after event #%d)", r.used, u, r.n-1)
+		return fmt.Errorf("derived context use %d, the log's %d (after event #%d)", r.used, u, at)
 	}
 	hi := max(lastIndex(events, session.TypeRequestHeader), lastIndex(events, session.TypeRequestHeaderDelta))
 	if (hi >= 0) != r.sawHdr || hi >= 0 && foldMode(events[:hi+1]) != r.headerMode() {
@@ -247,7 +348,7 @@ func (r *derived) verify(events []session.Event) error {
 	if boundary >= 0 && lastIndex(events, TypeCompactSummary) < boundary {
 		want, _ := deriveHistory(compacted(events[:boundary]))
 		if got := r.beforeBoundary(); !sameMessages(got, want) {
-			return fmt.Errorf("derived history before the latest user message differs from the log's (after event #%d)", r.n-1)
+			return fmt.Errorf("derived history before the latest user message differs from the log's (after event #%d)", at)
 		}
 	}
 	return nil
@@ -283,13 +384,9 @@ func verifyLog(log *session.Log, def approval.Policy, knobs []Knob) error {
 }
 
 // verifyKept compares the events the log keeps in memory with the whole
-// log (read back from the store where memory let go of it): the same
-// events, byte for byte, less the streamed chunks.
-func verifyKept(log *session.Log) error {
-	all, err := log.All(context.Background())
-	if err != nil {
-		return err
-	}
+// log all (read back from the store where memory let go of it): the same
+// events, byte for byte, less the streamed chunks and what r released.
+func (r *derived) verifyKept(log *session.Log, all []session.Event) error {
 	kept := log.Events()
 	i := 0
 	for _, e := range all {
@@ -302,7 +399,7 @@ func verifyKept(log *session.Log) error {
 			i++
 			continue
 		}
-		if e.Type != session.TypeAssistantChunk {
+		if e.Type != session.TypeAssistantChunk && !r.wasReleased(e) {
 			return fmt.Errorf("the log does not keep event #%d (%s)", e.Seq, e.Type)
 		}
 	}
@@ -312,6 +409,23 @@ func verifyKept(log *session.Log) error {
 	return nil
 }
 
+// wasReleased reports whether e is of a type r lets the log release, in
+// the span of what it released.
+func (r *derived) wasReleased(e session.Event) bool {
+	return r.released && releasableType(e.Type) && e.Seq >= r.relLo && e.Seq <= r.relHi
+}
+
+// folded returns the prefix of the whole log all that r has folded: up
+// to the last kept event it synced.
+func (r *derived) folded(all []session.Event) []session.Event {
+	if r.n == 0 {
+		return nil
+	}
+	kept := r.lastKept
+	i := sort.Search(len(all), func(i int) bool { return all[i].Seq > kept })
+	return all[:i]
+}
+
 // checkDerivation is Config.CheckDerivation's comparison for one step;
 // r is locked and synced.
 func (s *Session) checkDerivation(r *derived) error {
@@ -319,12 +433,15 @@ func (s *Session) checkDerivation(r *derived) error {
 	if s.rt.cfg.Approval != nil {
 		def = s.rt.cfg.Approval.DefaultPolicy()
 	}
-	err := r.verify(s.log.Events())
+	all, err := s.log.All(context.Background())
+	if err == nil {
+		err = r.verify(r.folded(all))
+	}
 	if err == nil {
 		err = verifyLog(s.log, def, s.rt.knobs())
 	}
 	if err == nil {
-		err = verifyKept(s.log)
+		err = r.verifyKept(s.log, all)
 	}
 	if err != nil {
 		return fmt.Errorf("incremental derivation: %w", err)

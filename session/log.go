@@ -25,8 +25,9 @@ type Subscriber func(Event)
 // answers costs memory for its messages, not for their tokens. Events,
 // Len and the folds see the kept events (in seq order; a seq is then no
 // longer an index); All and Prefix return the whole log, chunks included,
-// reading back from the store what memory let go of. A log without a
-// store, or over one that cannot read back, keeps every event.
+// reading back from the store what memory let go of. Release lets go of
+// more events the same way. A log without a store, or over one that
+// cannot read back, keeps every event.
 type Log struct {
 	appendMu sync.Mutex // serializes Append including subscriber dispatch
 	flushMu  sync.Mutex // serializes writes to the store (and read-backs)
@@ -108,12 +109,49 @@ func (l *Log) Header() Header {
 func (l *Log) ID() string { return l.Header().ID }
 
 // Events returns the kept events appended so far, in seq order: every
-// event, except, over a Reader, the assistant/chunk events (see Log). The
-// returned slice must not be modified; later appends do not change it.
+// event, except, over a Reader, the assistant/chunk events (see Log) and
+// those Release let go of. The returned slice must not be modified; later
+// appends and releases do not change it.
 func (l *Log) Events() []Event {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	return l.events[:len(l.events):len(l.events)]
+}
+
+// Release lets memory go of the kept events for which drop reports true,
+// when the log reads back from its store: Events, Len and Last leave them
+// out from now on, and All and Prefix read them back like streamed chunks.
+// It returns how many events it let go of (0 over a store that cannot
+// read back, which keeps every event). A slice Events returned earlier
+// does not change. The agent releases what no request needs any more: the
+// results and answers a compaction summary replaced.
+func (l *Log) Release(drop func(Event) bool) int {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.reader == nil {
+		return 0
+	}
+	var kept []Event
+	for i, e := range l.events {
+		switch {
+		case kept != nil && !drop(e):
+			kept = append(kept, e)
+		case kept == nil && drop(e):
+			// The first to go: the kept ones before it, then the rest.
+			kept = make([]Event, i, len(l.events)-1)
+			copy(kept, l.events[:i])
+		}
+	}
+	if kept == nil {
+		return 0
+	}
+	n := len(l.events) - len(kept)
+	l.events = kept
+	clear(l.last)
+	for i, e := range kept {
+		l.noteLast(i, e.Type)
+	}
+	return n
 }
 
 // Len returns the number of events Events returns.
@@ -134,7 +172,8 @@ func (l *Log) NextSeq() int {
 // Last returns the latest event of type typ, in O(1): the folds that
 // read only the newest event of a type (a knob, the mode, the approval
 // policy, the open turn) read it here instead of scanning the log.
-// Streamed chunks are not kept over a Reader, so it does not find them.
+// Streamed chunks are not kept over a Reader, nor released events, so it
+// does not find them.
 func (l *Log) Last(typ string) (Event, bool) {
 	l.mu.Lock()
 	defer l.mu.Unlock()

@@ -108,3 +108,12 @@ func TestLogConcurrentReadBack(t *testing.T) {
 	require.Len(t, st.events, 330)
 	require.Equal(t, 30, l.Len())
 }
+
+// TestReleaseWithoutReaderKeepsAll: a log with nothing to read back from
+// lets go of nothing.
+func TestReleaseWithoutReaderKeepsAll(t *testing.T) {
+	l := NewLog(Header{ID: "mem"}, func() int64 { return 0 }, nil)
+	l.Append(TypeAssistantMessage, AssistantMessage{Turn: 1, Step: 1, Content: []Block{TextBlock("a")}})
+	require.Equal(t, 0, l.Release(func(Event) bool { return true }))
+	require.Equal(t, 1, l.Len())
+}

@@ -10,6 +10,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"sort"
 	"strings"
 
 	"github.com/dsh-acp/dsh-acp/capabilities"
@@ -115,7 +116,7 @@ func Run(ctx context.Context, sp capabilities.Spawner, r Request) (Outcome, erro
 	if r.OnStart != nil {
 		r.OnStart(child.ID())
 	}
-	seed := child.Log().Len()
+	seed := child.Log().NextSeq() // a seq, not an index: the log may release events
 	if r.Observe != nil {
 		unsubscribe := child.Log().Subscribe(r.Observe)
 		defer unsubscribe()
@@ -133,7 +134,7 @@ func Run(ctx context.Context, sp capabilities.Spawner, r Request) (Outcome, erro
 	})
 	defer stop()
 	end := child.Prompt(runCtx, r.Prompt)
-	out := harvest(child.Log().Events()[seed:], end)
+	out := harvest(since(child.Log().Events(), seed), end)
 	out.ChildID = child.ID()
 	if end.Code == capabilities.CodeDelegationLimit {
 		out.Limit = end.Message
@@ -150,6 +151,12 @@ func Run(ctx context.Context, sp capabilities.Spawner, r Request) (Outcome, erro
 		return out, nil //nolint:nilerr // the outcome stands; the child's log error is the store's to report
 	}
 	return out, nil
+}
+
+// since returns the events from seq on.
+func since(events []session.Event, seq int) []session.Event {
+	i := sort.Search(len(events), func(i int) bool { return events[i].Seq >= seq })
+	return events[i:]
 }
 
 // harvest reads a child's own events (after its seed): the text of its last

@@ -98,3 +98,60 @@ func testLogLetsChunksGo(t *testing.T, st session.Store) {
 	require.Equal(t, Lines(t, stored), Lines(t, all))
 	require.Equal(t, len(stored), r.NextSeq())
 }
+
+// testLogReleases: events a Log releases leave memory (Events, Len, Last)
+// but not the log: All and Prefix read them back byte for byte, whether
+// they were written yet or not, and a slice Events returned before does
+// not change.
+func testLogReleases(t *testing.T, st session.Store) {
+	if _, ok := st.(session.Reader); !ok {
+		t.Skip("the store does not read back: a log over it keeps every event")
+	}
+	ctx := context.Background()
+	var now int64
+	l := session.NewLog(session.Header{ID: "release-1", CreatedAt: 1, Cwd: "/w"}, func() int64 { now++; return now }, st)
+	turn := func(n int) {
+		l.Append(session.TypeTurnStart, session.TurnStart{Turn: n, Trigger: session.Trigger{Kind: "message", Source: session.UserSource}})
+		l.Append(session.TypeUserMessage, session.Message{Content: []session.Block{session.TextBlock(fmt.Sprint("question ", n))}, Source: session.UserSource})
+		l.Append(session.TypeAssistantMessage, session.AssistantMessage{Turn: n, Step: 1, Content: []session.Block{session.TextBlock(fmt.Sprint("answer ", n))}})
+		l.Append(session.TypeTurnEnd, session.TurnEnd{Turn: n, Reason: session.EndReason{Kind: session.EndCompleted}})
+	}
+	turn(1)
+	turn(2)
+	require.NoError(t, l.Write(ctx))
+	turn(3) // pending: not handed to the store yet
+	whole, err := l.All(ctx)
+	require.NoError(t, err)
+	before := l.Events()
+	answers := func(e session.Event) bool { return e.Type == session.TypeAssistantMessage && e.Seq <= 10 }
+	require.Equal(t, 3, l.Release(answers))
+	require.Equal(t, 0, l.Release(answers), "a second release finds nothing more")
+
+	require.Len(t, before, 12, "an earlier Events slice does not change")
+	require.Equal(t, session.TypeAssistantMessage, before[2].Type)
+	require.Equal(t, 9, l.Len())
+	for _, e := range l.Events() {
+		require.False(t, answers(e), "event #%d was released", e.Seq)
+	}
+	last, ok := l.Last(session.TypeTurnEnd)
+	require.True(t, ok)
+	require.Equal(t, 11, last.Seq, "Last still finds what is kept")
+	_, ok = l.Last(session.TypeAssistantMessage)
+	require.False(t, ok, "Last does not find a released event")
+
+	all, err := l.All(ctx)
+	require.NoError(t, err)
+	require.Equal(t, Lines(t, whole), Lines(t, all), "All reads the released events back")
+	prefix, err := l.Prefix(ctx, 7)
+	require.NoError(t, err)
+	require.Equal(t, Lines(t, whole[:7]), Lines(t, prefix))
+	require.NoError(t, l.Flush(ctx))
+	all, err = l.All(ctx)
+	require.NoError(t, err)
+	require.Equal(t, Lines(t, whole), Lines(t, all), "and so after the rest is written")
+
+	l.Append(session.TypeAssistantMessage, session.AssistantMessage{Turn: 3, Step: 2, Content: []session.Block{session.TextBlock("later")}})
+	last, ok = l.Last(session.TypeAssistantMessage)
+	require.True(t, ok)
+	require.Equal(t, 12, last.Seq, "an event appended after a release is found")
+}

@@ -33,6 +33,7 @@ func Run(t *testing.T, open Opener) {
 	t.Run("AppendReloadIdentical", func(t *testing.T) { testAppendReload(t, mk(t)) })
 	t.Run("FlushThroughLog", func(t *testing.T) { testFlushThroughLog(t, mk(t)) })
 	t.Run("LogLetsChunksGo", func(t *testing.T) { testLogLetsChunksGo(t, mk(t)) })
+	t.Run("LogReleases", func(t *testing.T) { testLogReleases(t, mk(t)) })
 	t.Run("SeqContinuity", func(t *testing.T) { testSeqContinuity(t, mk(t)) })
 	t.Run("EmptyBatch", func(t *testing.T) { testEmptyBatch(t, mk(t)) })
 	t.Run("ManySessionsList", func(t *testing.T) { testManySessions(t, mk(t)) })
