@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"sort"
 	"strings"
 
 	"github.com/dsh-acp/dsh-acp/agent/llm"
@@ -91,26 +92,17 @@ func isSurface(t string) bool {
 // the latest compact/summary, its shadowed surface events are left out
 // and the summary takes the place of the first of them, as context.
 func compacted(events []session.Event) []session.Event {
-	at := -1
-	var sum CompactSummary
-	for i := len(events) - 1; i >= 0; i-- {
-		if events[i].Type == TypeCompactSummary && json.Unmarshal(events[i].Data, &sum) == nil {
-			at = i
-			break
-		}
-	}
+	at, sum := latestSummary(events)
 	if at < 0 {
 		return events
 	}
 	shadowed := sum.shadows()
-	msg, _ := json.Marshal(session.Message{Content: []session.Block{session.TextBlock(summaryHeader + sum.Summary)},
-		Source: session.PluginSource("compaction")})
 	out := make([]session.Event, 0, len(events))
 	placed := false
 	for _, e := range events {
 		if isSurface(e.Type) && shadowed(e.Seq) {
 			if !placed {
-				out = append(out, session.Event{Type: session.TypeContextMessage, Seq: events[at].Seq, Data: msg})
+				out = append(out, summaryEvent(sum, events[at].Seq))
 				placed = true
 			}
 			continue
@@ -118,6 +110,63 @@ func compacted(events []session.Event) []session.Event {
 		out = append(out, e)
 	}
 	return out
+}
+
+// eachCompactedSurface calls fn with the surface events of
+// compacted(events), in order, without building that slice; past the
+// first event a range summary replaces, it skips to the end of the range
+// (the events within it are all either shadowed or not surface events),
+// so a rederivation costs what the events after the summary's range do.
+func eachCompactedSurface(events []session.Event, fn func(session.Event)) {
+	at, sum := latestSummary(events)
+	if at < 0 {
+		for _, e := range events {
+			if isSurface(e.Type) {
+				fn(e)
+			}
+		}
+		return
+	}
+	shadowed := sum.shadows()
+	placed := false
+	for i := 0; i < len(events); i++ {
+		e := events[i]
+		if !isSurface(e.Type) {
+			continue
+		}
+		if !shadowed(e.Seq) {
+			fn(e)
+			continue
+		}
+		if !placed {
+			fn(summaryEvent(sum, events[at].Seq))
+			placed = true
+		}
+		if sum.ShadowedSeqs == nil {
+			end := sum.ShadowedRange.End
+			i += sort.Search(len(events)-i, func(j int) bool { return events[i+j].Seq > end }) - 1
+		}
+	}
+}
+
+// latestSummary returns the index and content of the latest
+// compact/summary in events (-1 when there is none).
+func latestSummary(events []session.Event) (int, CompactSummary) {
+	var sum CompactSummary
+	for i := len(events) - 1; i >= 0; i-- {
+		if events[i].Type == TypeCompactSummary && json.Unmarshal(events[i].Data, &sum) == nil {
+			return i, sum
+		}
+	}
+	return -1, sum
+}
+
+// summaryEvent is the context message that stands in the history for
+// what sum replaced, at the summary's seq.
+func summaryEvent(sum CompactSummary, seq int) session.Event {
+	msg, _ := json.Marshal(session.Message{Content: []session.Block{session.TextBlock(summaryHeader + sum.Summary)},
+		Source: session.PluginSource("compaction")})
+	return session.Event{Type: session.TypeContextMessage, Seq: seq, Data: msg}
 }
 
 // shadows returns whether the summary replaces the surface event seq.

@@ -132,6 +132,15 @@ func runTurns(b *testing.B, s *Session, m *turnModel, n int) depthSample {
 	return depthSample{median(firsts), median(turns), (processCPU() - cpu0) / time.Duration(n)}
 }
 
+// medianSample is the median of each figure over the windows.
+func medianSample(runs []depthSample) depthSample {
+	var first, turn, cpu []time.Duration
+	for _, r := range runs {
+		first, turn, cpu = append(first, r.firstRequest), append(turn, r.turn), append(cpu, r.cpu)
+	}
+	return depthSample{median(first), median(turn), median(cpu)}
+}
+
 func median(ds []time.Duration) time.Duration {
 	s := slices.Clone(ds)
 	slices.Sort(s)
@@ -151,9 +160,9 @@ func liveBytes() (heap, rss uint64) {
 
 // BenchmarkStepAtDepth runs one long session, one read and one answer a
 // turn, compacting as it grows, and measures prompt → first model request
-// and the whole turn (median of 60 turns; CPU, the mean) at 10, 100, 1,000 and 3,000
-// prior turns, with answers of 1 and 300 chunks, and the memory each turn
-// keeps. It fails when a step at turn 3,000 costs more than 1.5× one at
+// and the whole turn (median of 60 turns; CPU, the mean; each the median
+// of three such windows) at 10, 100, 1,000 and 3,000 prior turns, with
+// answers of 1 and 300 chunks, and the memory each turn keeps. It fails when a step at turn 3,000 costs more than 1.5× one at
 // turn 100, or when a turn keeps more than 8 KB of heap or of resident
 // memory.
 func BenchmarkStepAtDepth(b *testing.B) {
@@ -163,9 +172,12 @@ func BenchmarkStepAtDepth(b *testing.B) {
 				m := newTurnModel(chunks).unrecorded()
 				s := depthSession(b, m)
 				// A window spans about one compaction period (60 turns),
-				// so each depth's figure carries its share of the
-				// compactions and of the collections between them.
-				const window = 60
+				// so each window's figure carries its share of the
+				// compactions and of the collections between them. A
+				// depth runs three windows and keeps the median of their
+				// CPU figures: one window that a stray tick or an fsync
+				// stall of the machine landed in does not decide it.
+				const window, windows = 60, 3
 				done := 0
 				samples := map[int]depthSample{}
 				var heap100, rss100 uint64
@@ -178,8 +190,12 @@ func BenchmarkStepAtDepth(b *testing.B) {
 					if depth == 100 {
 						heap100, rss100 = liveBytes()
 					}
-					samples[depth] = runTurns(b, s, m, window)
-					done += window
+					var runs []depthSample
+					for range windows {
+						runs = append(runs, runTurns(b, s, m, window))
+						done += window
+					}
+					samples[depth] = medianSample(runs)
 				}
 				heap3000, rss3000 := liveBytes()
 				for _, depth := range []int{10, 100, 1000, 3000} {
@@ -187,7 +203,7 @@ func BenchmarkStepAtDepth(b *testing.B) {
 					b.ReportMetric(float64(samples[depth].turn.Microseconds()), fmt.Sprintf("µs-turn@%d", depth))
 					b.ReportMetric(float64(samples[depth].cpu.Microseconds()), fmt.Sprintf("µs-cpu/turn@%d", depth))
 				}
-				turns := float64(done - 100 - window)
+				turns := float64(done - 100)
 				heapPerTurn := (float64(heap3000) - float64(heap100)) / turns
 				b.ReportMetric(heapPerTurn/1024, "KB-heap/turn")
 				if rss100 > 0 {

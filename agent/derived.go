@@ -55,6 +55,7 @@ type derived struct {
 	shadowed   func(seq int) bool // what it replaces (nil: no summary yet)
 	span       seqRange           // the seqs it replaces, when a range ({-1, -1}: a list)
 	releaseDue bool               // a summary was folded since the last release
+	candidates int                // events of a releasable type folded since then
 	released   bool               // the log let go of some events
 	relLo      int                // the lowest and highest seq it let go of
 	relHi      int
@@ -91,12 +92,16 @@ func (r *derived) releasable(e session.Event) bool {
 }
 
 // release lets the log go of what is releasable after a new summary, and
-// keeps r.n an index into the log's kept events.
+// keeps r.n an index into the log's kept events. A release copies the
+// kept events (a slice Events returned earlier must not change), so it
+// waits until there is at least an eighth of them to let go of: the
+// copying then costs a bounded amount per released event, however long
+// the session, and memory holds at most that eighth more.
 func (r *derived) release(log *session.Log) {
-	if !r.releaseDue {
+	if !r.releaseDue || r.candidates*releaseRatio < r.n {
 		return
 	}
-	r.releaseDue = false
+	r.releaseDue, r.candidates = false, 0
 	n := log.Release(func(e session.Event) bool {
 		if !r.releasable(e) {
 			return false
@@ -110,6 +115,9 @@ func (r *derived) release(log *session.Log) {
 	})
 	r.n -= n
 }
+
+// releaseRatio is how many kept events a release may copy per candidate.
+const releaseRatio = 8
 
 // covers reports whether sum replaces every event the log let go of, so
 // that the kept events are enough to derive the history after it.
@@ -185,6 +193,9 @@ func (r *derived) fold(events []session.Event, e session.Event) {
 			r.mode = m
 		}
 	}
+	if releasableType(e.Type) {
+		r.candidates++
+	}
 	if !isSurface(e.Type) {
 		return
 	}
@@ -211,11 +222,7 @@ func (r *derived) rederive(events []session.Event, seq int) {
 		end--
 	}
 	r.hist, r.checker, r.checked = deriver{}, historyChecker{}, 0
-	for _, e := range compacted(events[:end]) {
-		if isSurface(e.Type) {
-			r.history(e)
-		}
-	}
+	eachCompactedSurface(events[:end], r.history)
 }
 
 // messages returns the history of the next request and the seq of each

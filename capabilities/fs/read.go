@@ -162,7 +162,7 @@ func (f *files) readWindow(ctx context.Context, call *capabilities.Call, tg targ
 	}
 	defer r.Close()
 	w := &window{offset: offset, limit: limit}
-	if err := w.scan(ctx, r, tg.display); err != nil {
+	if err := w.scan(ctx, r, tg.display, info.Size); err != nil {
 		return nil, capabilities.FileInfo{}, err
 	}
 	return w, info, nil
@@ -186,9 +186,11 @@ type window struct {
 }
 
 // scan reads r to the end: rejecting binary and invalid UTF-8 content,
-// counting lines and keeping the window.
-func (w *window) scan(ctx context.Context, r io.Reader, display string) error {
-	buf := make([]byte, readChunk)
+// counting lines and keeping the window. size is the file's length when
+// it was opened: a small file gets a buffer its size (at least the binary
+// sample, so that check sees the same bytes), not a whole chunk.
+func (w *window) scan(ctx context.Context, r io.Reader, display string, size int64) error {
+	buf := make([]byte, min(max(size+1, binarySample), readChunk))
 	var carry []byte
 	first := true
 	for {

@@ -150,6 +150,17 @@ func TestReadMultibyteAcrossChunkBoundary(t *testing.T) {
 	require.Equal(t, readText(p, "2: next", "(End of file - total 2 lines)"), out)
 }
 
+// TestReadAFileLongerThanItsSize: the buffer is sized by the length the
+// file had when opened; one that grew since is still read whole, with a
+// character across the smaller buffer's boundary.
+func TestReadAFileLongerThanItsSize(t *testing.T) {
+	content := strings.Repeat("a", binarySample-1) + "€\nnext\n"
+	w := &window{offset: 2, limit: 10}
+	require.NoError(t, w.scan(context.Background(), strings.NewReader(content), "f.txt", 10))
+	require.Equal(t, int64(2), w.total)
+	require.Equal(t, "2: next", string(w.body))
+}
+
 func TestReadErrors(t *testing.T) {
 	h := newHarness(t, true)
 	h.writeFile("f.txt", "a\nb\n")
