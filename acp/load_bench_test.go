@@ -170,3 +170,45 @@ func BenchmarkLoad(b *testing.B) {
 		})
 	}
 }
+
+// BenchmarkLoadAmongMany loads a 100-turn session from a store that holds
+// only it, and from one that holds 1,000 other sessions besides, and
+// fails when the second load costs more than 1.5× the first (median,
+// CPU time): session/load finds its session by id, whatever else is
+// stored.
+func BenchmarkLoadAmongMany(b *testing.B) {
+	costs := map[int]time.Duration{}
+	for _, others := range []int{0, 1000} {
+		b.Run(fmt.Sprintf("others=%d", others), func(b *testing.B) {
+			dir, cwd := b.TempDir(), b.TempDir()
+			store, err := jsonl.Open(dir)
+			if err != nil {
+				b.Fatal(err)
+			}
+			defer store.Close()
+			storeTurns(b, store, "s", cwd, 100, 10)
+			for i := range others {
+				storeTurns(b, store, fmt.Sprintf("o%04d", i), cwd, 1, 1)
+			}
+			lc := newLoadClient(b, store, true)
+			lc.call(b, "initialize", map[string]any{"protocolVersion": 1})
+			var cpu []time.Duration
+			for b.Loop() {
+				t0, c0 := time.Now(), processCPU()
+				lc.call(b, "session/load", map[string]any{"sessionId": "s", "cwd": cwd, "mcpServers": []any{}})
+				cpu = append(cpu, cmp.Or(processCPU()-c0, time.Since(t0)))
+				lc.call(b, "session/close", map[string]any{"sessionId": "s"})
+			}
+			slices.Sort(cpu)
+			costs[others] = cpu[len(cpu)/2]
+			b.ReportMetric(float64(costs[others].Microseconds())/1000, "ms-cpu/load")
+			if alone := costs[0]; others > 0 && alone > 0 {
+				ratio := float64(costs[others]) / float64(alone)
+				b.ReportMetric(ratio, "load-among-many/alone")
+				if ratio > 1.5 {
+					b.Errorf("loading one session among %d others took %v, %.2f× loading it alone (%v); the target is no dependence", others, costs[others], ratio, alone)
+				}
+			}
+		})
+	}
+}
