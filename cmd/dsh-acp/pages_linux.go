@@ -5,7 +5,9 @@ package main
 import (
 	"bufio"
 	"bytes"
+	"encoding/binary"
 	"fmt"
+	"io"
 	"os"
 	"strconv"
 	"strings"
@@ -13,23 +15,32 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-// releaseStartupPages unmaps the pages of the executable's text that the
-// process has touched so far, and has the kernel map the executable's
-// read-only segments with base pages from now on.
+// releaseStartupPages unmaps the pages of the executable's read-only
+// segments that the process has touched so far, and has the kernel map
+// them with base pages from now on.
 //
 // Go runs every linked package's initializer before main: in dsh-acp that
-// is some 380 packages, much of whose code is never used again (esbuild,
-// goja, the HTML and MCP libraries serve tools a session may never call).
-// Each first touch of a text page maps the 64 KiB around it (fault-around),
-// or the whole folio when the page cache holds the executable in large
-// folios, so by the time main runs the initializers have mapped about two
-// thirds of the text (9 of 14 MB); the server itself then uses about 4 MB of
-// it. Dropping the text mappings here leaves resident only what runs from
-// now on. The pages stay in the page cache (a later touch is a minor fault,
-// not a disk read), and unmapped ones are the first the kernel reclaims.
-// rodata and pclntab are not dropped: the runtime reads most of them again
-// at once (type descriptors, itabs, stack maps), so that would cost faults
-// and save little.
+// is some 300 packages, much of whose code is never used again (the
+// sqlite store, the MCP client and the keyring serve what a session may
+// never ask for). Each first touch of a text page maps the 64 KiB around
+// it (fault-around), or the whole folio when the page cache holds the
+// executable in large folios, so by the time main runs the initializers
+// have mapped most of the text. The same goes for rodata and pclntab,
+// whose type descriptors and function tables the initializers and the
+// runtime's start read. Dropping the mappings here leaves resident only
+// what runs, and what the runtime reads, from now on: measured after
+// session/new, the text falls from 6.5 to 4.1 MB and rodata with pclntab
+// from 6.2 to about 5 MB (most of rodata comes back at once). The pages
+// stay in the page cache (a later touch is a minor fault, not a disk
+// read), and unmapped ones are the first the kernel reclaims.
+//
+// The read-only data is dropped only when nothing can have written to it:
+// in an executable linked at fixed addresses (ELF ET_EXEC) that maps no
+// other file (no dynamic loader, no C libraries), as the release builds
+// are. Elsewhere a loader's relocations, or a C runtime's tables (the race
+// detector's), may live in pages the process made read-only after
+// writing them, and dropping those would undo the writes; the text is
+// never written (a debugger's breakpoints aside, see below).
 //
 // MADV_NOHUGEPAGE keeps the kernel from mapping 2 MiB page-cache folios of
 // the executable as huge pages (FilePmdMapped) from now on. A process being
@@ -47,11 +58,12 @@ func releaseStartupPages() error {
 	if err != nil {
 		return err
 	}
+	data := alone(maps, exe) && fixedAddresses(exe)
 	for _, m := range readOnlyMappings(maps, exe) {
 		if err := madvise(m, unix.MADV_NOHUGEPAGE); err != nil {
 			return fmt.Errorf("madvise(MADV_NOHUGEPAGE) %x-%x: %w", m.lo, m.hi, err)
 		}
-		if !m.exec {
+		if !m.exec && !data {
 			continue
 		}
 		if err := madvise(m, unix.MADV_DONTNEED); err != nil {
@@ -90,6 +102,39 @@ func readOnlyMappings(maps []byte, path string) []span {
 		out = append(out, span{uintptr(a), uintptr(b), f[1][2] == 'x'})
 	}
 	return out
+}
+
+// alone reports whether the /proc/PID/maps text maps no file but path (a
+// statically linked process: no loader, no shared library).
+func alone(maps []byte, path string) bool {
+	sc := bufio.NewScanner(bytes.NewReader(maps))
+	for sc.Scan() {
+		f := strings.Fields(sc.Text())
+		if len(f) >= 6 && strings.HasPrefix(f[5], "/") && strings.Join(f[5:], " ") != path {
+			return false
+		}
+	}
+	return true
+}
+
+// fixedAddresses reports whether the ELF file at path is an executable
+// linked at fixed addresses (ET_EXEC), which nothing relocates.
+func fixedAddresses(path string) bool {
+	f, err := os.Open(path)
+	if err != nil {
+		return false
+	}
+	defer f.Close()
+	var h [18]byte // e_ident, then e_type
+	if _, err := io.ReadFull(f, h[:]); err != nil || string(h[:4]) != "\x7fELF" {
+		return false
+	}
+	var order binary.ByteOrder = binary.LittleEndian
+	if h[5] == 2 { // ELFDATA2MSB
+		order = binary.BigEndian
+	}
+	const etExec = 2
+	return order.Uint16(h[16:]) == etExec
 }
 
 func madvise(s span, advice int) error {
