@@ -121,6 +121,10 @@ type Record struct {
 	End   time.Time `json:"end"`
 	// FirstByte is when the first chunk was flushed (zero if none).
 	FirstByte time.Time `json:"firstByte"`
+	// LastFlush is when the stream's last flush began (zero if none): the
+	// client cannot have had the reply's last byte before it, whereas it
+	// may have acted on it before End, which is taken after.
+	LastFlush time.Time `json:"lastFlush"`
 	// Chunks is the number of content chunks (reasoning, text, tool
 	// arguments) written; Bytes the response bytes.
 	Chunks int   `json:"chunks"`
@@ -131,6 +135,15 @@ type Record struct {
 
 // Duration is End - Start.
 func (r Record) Duration() time.Duration { return r.End.Sub(r.Start) }
+
+// LastByte is the latest time the client can have had the reply's last
+// byte from: LastFlush for a stream, End otherwise.
+func (r Record) LastByte() time.Time {
+	if r.LastFlush.IsZero() {
+		return r.End
+	}
+	return r.LastFlush
+}
 
 // Server is a running mock. Close stops it.
 type Server struct {

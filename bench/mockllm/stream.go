@@ -121,6 +121,7 @@ func (s *stream) flush() {
 	if s.dead {
 		return
 	}
+	s.rec.LastFlush = time.Now()
 	if err := s.bw.Flush(); err != nil {
 		s.dead, s.rec.Aborted = true, true
 		return

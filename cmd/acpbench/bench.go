@@ -193,7 +193,7 @@ func (r *runner) iterate(ctx context.Context, a *agent) (s sample, err error) {
 	s["text_turn_ms"], s["mock_text_ms"], s["text_overhead_ms"] = ms(turnTime), ms(mockTime), ms(turnTime-mockTime)
 	if len(recs) > 0 {
 		s["before_request_ms"] = ms(recs[0].Start.Sub(sent))
-		s["after_stream_ms"] = ms(res.at.Sub(recs[len(recs)-1].End))
+		s["after_stream_ms"] = ms(res.at.Sub(recs[len(recs)-1].LastByte()))
 	}
 	fb, ok := r.mock.FirstByteSince(seq)
 	if !ok {
