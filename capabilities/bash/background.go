@@ -30,6 +30,7 @@ type bgTask struct {
 	errPos        int64
 
 	conf    *confinement // nil: unconfined
+	shown   atomic.Bool  // Status has reported the task settled
 	marked  bool         // the settled task's network marker was read
 	tripped []string     // the tripwire's markers not read yet
 }
@@ -82,14 +83,11 @@ func (b *bgTask) trip() {
 }
 
 // netMarkers are, once, the markers of a settled task that failed on a
-// connection its sandbox refused (a read after the task settled).
+// connection its sandbox refused: in the first read after Status has said
+// the task settled, so that the output carrying them also says so (a read
+// that raced the task's end and still said "running" carries none).
 func (b *bgTask) netMarkers() []string {
-	if b.conf == nil || b.marked {
-		return nil
-	}
-	select {
-	case <-b.done:
-	default:
+	if b.conf == nil || b.marked || !b.shown.Load() {
 		return nil
 	}
 	b.marked = true
@@ -116,6 +114,7 @@ func (b *bgTask) Status() Status {
 	default:
 		return Status{State: StateRunning}
 	}
+	b.shown.Store(true)
 	ex := b.p.exit()
 	switch {
 	case ex.signal != "":
