@@ -35,12 +35,13 @@ import (
 // read), and unmapped ones are the first the kernel reclaims.
 //
 // The read-only data is dropped only when nothing can have written to it:
-// in an executable linked at fixed addresses (ELF ET_EXEC) that maps no
-// other file (no dynamic loader, no C libraries), as the release builds
-// are. Elsewhere a loader's relocations, or a C runtime's tables (the race
-// detector's), may live in pages the process made read-only after
-// writing them, and dropping those would undo the writes; the text is
-// never written (a debugger's breakpoints aside, see below).
+// the executable is linked at fixed addresses (ELF ET_EXEC) with no
+// program interpreter and no RELRO segment, as the release builds are
+// (pure Go, no cgo). Elsewhere a loader's relocations, or a C library's
+// start-up tables (static glibc writes its RELRO segment, then makes it
+// read-only; so does the race runtime), live in pages the process wrote,
+// and dropping those would undo the writes. The text is never written (a
+// debugger's breakpoints aside, see below).
 //
 // MADV_NOHUGEPAGE keeps the kernel from mapping 2 MiB page-cache folios of
 // the executable as huge pages (FilePmdMapped) from now on. A process being
@@ -58,7 +59,7 @@ func releaseStartupPages() error {
 	if err != nil {
 		return err
 	}
-	data := alone(maps, exe) && fixedAddresses(exe)
+	data := unrelocated(exe)
 	for _, m := range readOnlyMappings(maps, exe) {
 		if err := madvise(m, unix.MADV_NOHUGEPAGE); err != nil {
 			return fmt.Errorf("madvise(MADV_NOHUGEPAGE) %x-%x: %w", m.lo, m.hi, err)
@@ -104,37 +105,47 @@ func readOnlyMappings(maps []byte, path string) []span {
 	return out
 }
 
-// alone reports whether the /proc/PID/maps text maps no file but path (a
-// statically linked process: no loader, no shared library).
-func alone(maps []byte, path string) bool {
-	sc := bufio.NewScanner(bytes.NewReader(maps))
-	for sc.Scan() {
-		f := strings.Fields(sc.Text())
-		if len(f) >= 6 && strings.HasPrefix(f[5], "/") && strings.Join(f[5:], " ") != path {
-			return false
-		}
-	}
-	return true
-}
-
-// fixedAddresses reports whether the ELF file at path is an executable
-// linked at fixed addresses (ET_EXEC), which nothing relocates.
-func fixedAddresses(path string) bool {
+// unrelocated reports whether the ELF file at path is a 64-bit
+// executable that nothing writes into at start-up: linked at fixed
+// addresses (ET_EXEC), with no program interpreter (PT_INTERP) and no
+// segment made read-only after relocation (PT_GNU_RELRO).
+func unrelocated(path string) bool {
 	f, err := os.Open(path)
 	if err != nil {
 		return false
 	}
 	defer f.Close()
-	var h [18]byte // e_ident, then e_type
-	if _, err := io.ReadFull(f, h[:]); err != nil || string(h[:4]) != "\x7fELF" {
+	var h [64]byte                                                                             // the ELF64 header
+	if _, err := io.ReadFull(f, h[:]); err != nil || string(h[:4]) != "\x7fELF" || h[4] != 2 { // ELFCLASS64
 		return false
 	}
 	var order binary.ByteOrder = binary.LittleEndian
 	if h[5] == 2 { // ELFDATA2MSB
 		order = binary.BigEndian
 	}
-	const etExec = 2
-	return order.Uint16(h[16:]) == etExec
+	const (
+		etExec     = 2
+		ptInterp   = 3
+		ptGNURelro = 0x6474e552
+	)
+	if order.Uint16(h[16:]) != etExec {
+		return false
+	}
+	phoff, phentsize, phnum := order.Uint64(h[32:]), int64(order.Uint16(h[54:])), int64(order.Uint16(h[56:]))
+	if phentsize < 4 || phnum == 0 || phnum > 256 {
+		return false
+	}
+	ph := make([]byte, phentsize*phnum)
+	if _, err := f.ReadAt(ph, int64(phoff)); err != nil {
+		return false
+	}
+	for i := int64(0); i < phnum; i++ {
+		switch order.Uint32(ph[i*phentsize:]) {
+		case ptInterp, ptGNURelro:
+			return false
+		}
+	}
+	return true
 }
 
 func madvise(s span, advice int) error {

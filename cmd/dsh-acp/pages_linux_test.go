@@ -4,6 +4,7 @@ package main
 
 import (
 	"bufio"
+	"encoding/binary"
 	"fmt"
 	"io"
 	"os"
@@ -34,38 +35,55 @@ func TestReadOnlyMappingsAreTheExecutablesPrivateReadOnlyOnes(t *testing.T) {
 		"text and rodata of that path: not its data, not a shared mapping, not other files")
 }
 
-func TestAloneMeansNoOtherFileIsMapped(t *testing.T) {
-	static := `00400000-0116e000 r-xp 00000000 fe:00 1234 /opt/dsh acp/dsh-acp
-0116e000-01e5e000 r--p 00d6e000 fe:00 1234 /opt/dsh acp/dsh-acp
-020e5000-04133000 rw-p 00000000 00:00 0
-7ffd00000000-7ffd00021000 rw-p 00000000 00:00 0 [stack]
-7ffd00030000-7ffd00032000 r-xp 00000000 00:00 0 [vdso]
-`
-	assert.True(t, alone([]byte(static), "/opt/dsh acp/dsh-acp"))
-	dynamic := static + "7f0000002000-7f0000003000 r--p 00000000 fe:00 98 /usr/lib/x86_64-linux-gnu/ld-linux-x86-64.so.2\n"
-	assert.False(t, alone([]byte(dynamic), "/opt/dsh acp/dsh-acp"), "a loader is mapped")
+// elf64 is an ELF64 file of type typ whose program headers have the
+// types given, in byte order data (1 little-endian, 2 big-endian).
+func elf64(data byte, typ uint16, phdrs ...uint32) []byte {
+	var order binary.ByteOrder = binary.LittleEndian
+	if data == 2 {
+		order = binary.BigEndian
+	}
+	const phentsize = 56
+	b := make([]byte, 64+phentsize*len(phdrs))
+	copy(b, "\x7fELF")
+	b[4], b[5] = 2, data
+	order.PutUint16(b[16:], typ)
+	order.PutUint64(b[32:], 64)
+	order.PutUint16(b[54:], phentsize)
+	order.PutUint16(b[56:], uint16(len(phdrs)))
+	for i, p := range phdrs {
+		order.PutUint32(b[64+i*phentsize:], p)
+	}
+	return b
 }
 
-func TestFixedAddressesReadsTheELFType(t *testing.T) {
+func TestUnrelocatedReadsTheELFHeaders(t *testing.T) {
 	dir := t.TempDir()
 	write := func(name string, b []byte) string {
 		p := filepath.Join(dir, name)
 		require.NoError(t, os.WriteFile(p, b, 0o600))
 		return p
 	}
-	header := func(data byte, typ [2]byte) []byte {
-		h := make([]byte, 64)
-		copy(h, "\x7fELF")
-		h[4], h[5] = 2, data // 64-bit, byte order
-		h[16], h[17] = typ[0], typ[1]
-		return h
+	const load, interp, relro, note = 1, 3, 0x6474e552, 4
+	assert.True(t, unrelocated(write("static", elf64(1, 2, note, load, load, load))), "ET_EXEC, LOAD segments only")
+	assert.True(t, unrelocated(write("static-be", elf64(2, 2, load, load))), "big-endian")
+	assert.False(t, unrelocated(write("dynamic", elf64(1, 2, interp, load, load))), "a program interpreter: a loader relocates it")
+	assert.False(t, unrelocated(write("static-glibc", elf64(1, 2, load, load, relro))), "RELRO: written at start-up, then made read-only")
+	assert.False(t, unrelocated(write("pie", elf64(1, 3, load, load))), "ET_DYN: a PIE")
+	assert.False(t, unrelocated(write("no-phdrs", elf64(1, 2))), "no program headers")
+	cut := elf64(1, 2, load, load)
+	assert.False(t, unrelocated(write("cut", cut[:len(cut)-60])), "program headers cut short")
+	h32 := elf64(1, 2, load)
+	h32[4] = 1
+	assert.False(t, unrelocated(write("elf32", h32)), "32-bit")
+	assert.False(t, unrelocated(write("text", []byte("#!/bin/sh\necho not an ELF file\n"))), "not ELF")
+	assert.False(t, unrelocated(filepath.Join(dir, "missing")))
+
+	// This test binary links the C library (-race does): a loader ran.
+	exe, err := os.Executable()
+	require.NoError(t, err)
+	if b, err := exec.Command("readelf", "-lW", exe).Output(); err == nil && strings.Contains(string(b), "INTERP") {
+		assert.False(t, unrelocated(exe), "a test binary with an interpreter")
 	}
-	assert.True(t, fixedAddresses(write("exec-le", header(1, [2]byte{2, 0}))), "ET_EXEC, little-endian")
-	assert.True(t, fixedAddresses(write("exec-be", header(2, [2]byte{0, 2}))), "ET_EXEC, big-endian")
-	assert.False(t, fixedAddresses(write("dyn", header(1, [2]byte{3, 0}))), "ET_DYN: a PIE")
-	assert.False(t, fixedAddresses(write("short", []byte("\x7fELF"))), "too short")
-	assert.False(t, fixedAddresses(write("text", []byte("#!/bin/sh\necho not an ELF file\n"))), "not ELF")
-	assert.False(t, fixedAddresses(filepath.Join(dir, "missing")))
 }
 
 // mappedRSS is the resident size of this process's executable mappings
@@ -75,32 +93,14 @@ func mappedRSS(t *testing.T, perm string) int64 {
 	t.Helper()
 	exe, err := os.Readlink("/proc/self/exe")
 	require.NoError(t, err)
-	b, err := os.ReadFile("/proc/self/smaps")
-	require.NoError(t, err)
-	in, found := false, false
-	var rss int64
-	for _, line := range strings.Split(string(b), "\n") {
-		f := strings.Fields(line)
-		if len(f) >= 6 && strings.Contains(f[0], "-") {
-			in = strings.Join(f[5:], " ") == exe && strings.HasPrefix(f[1], perm)
-			found = found || in
-			continue
-		}
-		if in && len(f) == 3 && f[0] == "Rss:" {
-			kb, err := strconv.ParseInt(f[1], 10, 64)
-			require.NoError(t, err)
-			rss += kb << 10
-		}
-	}
-	require.True(t, found, "no %s mapping of %s", perm, exe)
-	return rss
+	return smapsRSS(t, os.Getpid(), exe, perm)
 }
 
 // The release really leaves the text mapping: what stays resident is what
 // ran since, and the process goes on running, to its exit (under -race the
 // race runtime's tables live in the read-only segment, and dropping those
-// pages crashed the exit: a process that maps C libraries keeps its
-// read-only data). What the release does to the read-only data of the
+// pages crashed the exit: an executable with a program interpreter or a
+// RELRO segment keeps its read-only data). What the release does to the read-only data of the
 // release build is measured by TestTheServerLetsGoOfItsStartupPages.
 func TestReleaseStartupPagesUnmapsTheText(t *testing.T) {
 	if traced() {
@@ -146,6 +146,7 @@ func TestTheServerLetsGoOfItsStartupPages(t *testing.T) {
 	}
 	bin, err := testbin.Build(t.TempDir(), testbin.Agent, "")
 	require.NoError(t, err)
+	require.True(t, unrelocated(bin), "the release build: pure Go, static, fixed addresses")
 	resident := func(extra ...string) (text, ro int64) {
 		home := t.TempDir()
 		cmd := exec.Command(bin)
