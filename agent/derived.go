@@ -59,7 +59,10 @@ type derived struct {
 	released   bool               // the log let go of some events
 	relLo      int                // the lowest and highest seq it let go of
 	relHi      int
-	readBack   func(n int) ([]session.Event, bool) // the whole log below seq n (nil: kept events only)
+	readBack   func(n int) ([]session.Event, error) // the whole log below seq n (nil: kept events only)
+	readErr    error                                // the last read-back failed: the history lacks what was released
+	track      bool                                 // record each released seq (Config.CheckDerivation)
+	releasedAt map[int]bool                         // the seqs released, when tracked
 }
 
 // releasableType reports whether the log may let go of events of type
@@ -111,6 +114,12 @@ func (r *derived) release(log *session.Log) {
 		}
 		r.relHi = max(r.relHi, e.Seq)
 		r.released = true
+		if r.track {
+			if r.releasedAt == nil {
+				r.releasedAt = map[int]bool{}
+			}
+			r.releasedAt[e.Seq] = true
+		}
 		return true
 	})
 	r.n -= n
@@ -149,12 +158,15 @@ func (r *derived) fold(events []session.Event, e session.Event) {
 	case TypeCompactSummary:
 		var sum CompactSummary
 		if json.Unmarshal(e.Data, &sum) == nil {
-			r.used = 0
+			r.used, r.readErr = 0, nil
 			if !r.covers(sum) && r.readBack != nil {
 				// The summary leaves in place some of what an earlier
 				// one replaced (an older build's list): derive from
 				// the whole log.
-				if whole, ok := r.readBack(e.Seq + 1); ok {
+				whole, err := r.readBack(e.Seq + 1)
+				if err != nil {
+					r.readErr = fmt.Errorf("the history needs events memory let go of: %w", err)
+				} else {
 					events = whole
 				}
 			}
@@ -227,13 +239,17 @@ func (r *derived) rederive(events []session.Event, seq int) {
 
 // messages returns the history of the next request and the seq of each
 // message's event (deriveHistory(compacted(events))), with checkHistory's
-// verdict. The returned slices must not be modified.
+// verdict (or why the history is incomplete: a read-back that failed).
+// The returned slices must not be modified.
 func (r *derived) messages() ([]llm.Message, []int, error) {
 	h := &r.hist
 	for ; r.checked < len(h.out); r.checked++ {
 		r.checker.add(h.out[r.checked], h.seqs[r.checked])
 	}
 	msgs, seqs := h.out[:len(h.out):len(h.out)], h.seqs[:len(h.seqs):len(h.seqs)]
+	if r.readErr != nil {
+		return msgs, seqs, r.readErr
+	}
 	if len(h.open) == 0 && len(h.held) == 0 {
 		return msgs, seqs, r.checker.done()
 	}
@@ -290,11 +306,11 @@ func (s *Session) derive() *derived {
 	r := &s.req
 	r.mu.Lock()
 	if r.readBack == nil {
-		r.readBack = func(n int) ([]session.Event, bool) {
-			events, err := s.log.Prefix(context.Background(), n)
-			return events, err == nil
+		r.readBack = func(n int) ([]session.Event, error) {
+			return s.log.Prefix(context.Background(), n)
 		}
 	}
+	r.track = s.rt.cfg.CheckDerivation
 	r.sync(s.log.Events())
 	r.release(s.log)
 	return r
@@ -416,11 +432,8 @@ func (r *derived) verifyKept(log *session.Log, all []session.Event) error {
 	return nil
 }
 
-// wasReleased reports whether e is of a type r lets the log release, in
-// the span of what it released.
-func (r *derived) wasReleased(e session.Event) bool {
-	return r.released && releasableType(e.Type) && e.Seq >= r.relLo && e.Seq <= r.relHi
-}
+// wasReleased reports whether r had the log let go of e (tracked seqs).
+func (r *derived) wasReleased(e session.Event) bool { return r.releasedAt[e.Seq] }
 
 // folded returns the prefix of the whole log all that r has folded: up
 // to the last kept event it synced.

@@ -3,6 +3,7 @@ package agent
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"os"
 	"path/filepath"
 	"strings"
@@ -140,4 +141,26 @@ func TestASummaryThatKeepsReleasedEventsReadsThemBack(t *testing.T) {
 	want, _ := deriveHistory(compacted(all))
 	require.True(t, sameMessages(msgs, want), "the history is the whole log's")
 	require.Greater(t, len(want), 100, "the released results and answers are back in it")
+}
+
+// TestAFailedReadBackRefusesTheRequest: when the whole log cannot be read
+// back for such a summary, the history would lack what memory let go of;
+// the request is refused with the reason instead of sent without it.
+func TestAFailedReadBackRefusesTheRequest(t *testing.T) {
+	m := newTurnModel(1)
+	s, _ := releaseSession(t, m)
+	ctx := context.Background()
+	for range 70 {
+		require.Equal(t, session.EndCompleted, s.Prompt(ctx, "read a.txt").Kind)
+	}
+	r := s.derive()
+	r.readBack = func(int) ([]session.Event, error) { return nil, errors.New("the disk is gone") }
+	r.mu.Unlock()
+	s.Log().Append(TypeCompactSummary, CompactSummary{Summary: "only the first question", ShadowedSeqs: []int{0}, Model: "m"})
+	sent := len(m.Requests())
+	end := s.Prompt(ctx, "read a.txt")
+	require.Equal(t, session.EndError, end.Kind)
+	require.Equal(t, CodeInvalidHistory, end.Code)
+	require.Contains(t, end.Message, "the disk is gone")
+	require.Equal(t, sent, len(m.Requests()), "nothing was sent to the model")
 }

@@ -122,7 +122,8 @@ func (l *Log) Events() []Event {
 // when the log reads back from its store: Events, Len and Last leave them
 // out from now on, and All and Prefix read them back like streamed chunks.
 // It returns how many events it let go of (0 over a store that cannot
-// read back, which keeps every event). A slice Events returned earlier
+// read back, which keeps every event). drop runs with the log locked: it
+// must not call the log. A slice Events returned earlier
 // does not change. The agent releases what no request needs any more: the
 // results and answers a compaction summary replaced.
 func (l *Log) Release(drop func(Event) bool) int {
