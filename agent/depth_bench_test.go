@@ -84,29 +84,37 @@ func (m *turnModel) takeFirst() time.Time {
 
 // depthSession is a session of the depth benchmarks over a JSONL store,
 // with the real read tool and compaction at 80 % of a 100k window.
-func depthSession(b testing.TB, m *turnModel) *Session {
-	dir := b.TempDir()
+func depthSession(tb testing.TB, m *turnModel) *Session {
+	s, _ := longSession(tb, m, false)
+	return s
+}
+
+// longSession is depthSession, also returning its store, checking every
+// step's derivation against the whole log when check is set
+// (Config.CheckDerivation).
+func longSession(tb testing.TB, m *turnModel, check bool) (*Session, *jsonl.Store) {
+	dir := tb.TempDir()
 	if err := os.WriteFile(filepath.Join(dir, "a.txt"), []byte(strings.Repeat(strings.Repeat("x", 63)+"\n", 32)), 0o644); err != nil {
-		b.Fatal(err)
+		tb.Fatal(err)
 	}
 	store, err := jsonl.Open(filepath.Join(dir, ".sessions"))
 	if err != nil {
-		b.Fatal(err)
+		tb.Fatal(err)
 	}
-	b.Cleanup(func() { _ = store.Close() })
+	tb.Cleanup(func() { _ = store.Close() })
 	var clock int64
 	rt := NewRuntime(Config{Model: "m", Provider: m, Store: store, NewID: func() string { return "depth" },
 		Clock: func() int64 { clock++; return clock },
 		Tools: func(capabilities.Env) *capabilities.Registry {
 			return capabilities.NewRegistry(fs.New(fs.Options{Confine: true})...)
 		},
-		Log: zerolog.Nop(), Compaction: &Compaction{Window: 100_000}})
+		Log: zerolog.Nop(), Compaction: &Compaction{Window: 100_000}, CheckDerivation: check})
 	s, err := rt.NewSession(context.Background(), SessionOptions{Cwd: dir})
 	if err != nil {
-		b.Fatal(err)
+		tb.Fatal(err)
 	}
-	b.Cleanup(func() { _ = s.Close(context.Background()) })
-	return s
+	tb.Cleanup(func() { _ = s.Close(context.Background()) })
+	return s, store
 }
 
 // depthSample is what a window of turns at one depth measured.

@@ -4,40 +4,29 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"os"
-	"path/filepath"
-	"strings"
 	"testing"
 
-	"github.com/rs/zerolog"
 	"github.com/stretchr/testify/require"
 
-	"github.com/dsh-acp/dsh-acp/capabilities"
-	"github.com/dsh-acp/dsh-acp/capabilities/fs"
 	"github.com/dsh-acp/dsh-acp/session"
 	"github.com/dsh-acp/dsh-acp/session/jsonl"
 )
 
-// releaseSession is a session over a JSONL store that compacts about
-// every 60 turns (see turnModel) and checks, at every step, its
-// incremental state against the whole log read back (CheckDerivation).
+// releaseSession is a long session (see longSession) that checks, at
+// every step, its incremental state against the whole log read back.
 func releaseSession(t *testing.T, m *turnModel) (*Session, *jsonl.Store) {
-	dir := t.TempDir()
-	require.NoError(t, os.WriteFile(filepath.Join(dir, "a.txt"), []byte(strings.Repeat("line\n", 40)), 0o644))
-	store, err := jsonl.Open(filepath.Join(dir, ".sessions"))
-	require.NoError(t, err)
-	t.Cleanup(func() { _ = store.Close() })
-	var clock int64
-	rt := NewRuntime(Config{Model: "m", Provider: m, Store: store, NewID: func() string { return "release" },
-		Clock: func() int64 { clock++; return clock },
-		Tools: func(capabilities.Env) *capabilities.Registry {
-			return capabilities.NewRegistry(fs.New(fs.Options{Confine: true})...)
-		},
-		Log: zerolog.Nop(), Compaction: &Compaction{Window: 100_000}, CheckDerivation: true})
-	s, err := rt.NewSession(context.Background(), SessionOptions{Cwd: dir})
-	require.NoError(t, err)
-	t.Cleanup(func() { _ = s.Close(context.Background()) })
-	return s, store
+	return longSession(t, m, true)
+}
+
+// compactedSession is a releaseSession after 70 turns: one compaction,
+// and a release, behind it.
+func compactedSession(t *testing.T, m *turnModel) *Session {
+	s, _ := releaseSession(t, m)
+	for i := range 70 {
+		r := s.Prompt(context.Background(), "read a.txt")
+		require.Equal(t, session.EndCompleted, r.Kind, "turn %d: %+v", i+1, r)
+	}
+	return s
 }
 
 // TestCompactedTurnsLeaveMemory: after a compaction the log lets go of the
@@ -114,12 +103,8 @@ func TestCompactedTurnsLeaveMemory(t *testing.T) {
 // leaves in place some of what memory let go of (an older build's list
 // of seqs) has the history derived from the whole log, read back.
 func TestASummaryThatKeepsReleasedEventsReadsThemBack(t *testing.T) {
-	m := newTurnModel(1)
-	s, _ := releaseSession(t, m)
+	s := compactedSession(t, newTurnModel(1))
 	ctx := context.Background()
-	for range 70 {
-		require.Equal(t, session.EndCompleted, s.Prompt(ctx, "read a.txt").Kind)
-	}
 	all, err := s.Log().All(ctx)
 	require.NoError(t, err)
 	require.Less(t, s.Log().Len(), len(all)-70*3, "memory let go of more than the chunks")
@@ -148,17 +133,13 @@ func TestASummaryThatKeepsReleasedEventsReadsThemBack(t *testing.T) {
 // the request is refused with the reason instead of sent without it.
 func TestAFailedReadBackRefusesTheRequest(t *testing.T) {
 	m := newTurnModel(1)
-	s, _ := releaseSession(t, m)
-	ctx := context.Background()
-	for range 70 {
-		require.Equal(t, session.EndCompleted, s.Prompt(ctx, "read a.txt").Kind)
-	}
+	s := compactedSession(t, m)
 	r := s.derive()
 	r.readBack = func(int) ([]session.Event, error) { return nil, errors.New("the disk is gone") }
 	r.mu.Unlock()
 	s.Log().Append(TypeCompactSummary, CompactSummary{Summary: "only the first question", ShadowedSeqs: []int{0}, Model: "m"})
 	sent := len(m.Requests())
-	end := s.Prompt(ctx, "read a.txt")
+	end := s.Prompt(context.Background(), "read a.txt")
 	require.Equal(t, session.EndError, end.Kind)
 	require.Equal(t, CodeInvalidHistory, end.Code)
 	require.Contains(t, end.Message, "the disk is gone")
