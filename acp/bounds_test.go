@@ -102,7 +102,12 @@ func TestPromptOverLimitIsRefused(t *testing.T) {
 	// The limit is across blocks, resource links included.
 	half := strings.Repeat("b", DefaultMaxPromptBytes/2)
 	params := `{"sessionId":"` + sid + `","prompt":[{"type":"text","text":"` + half + `"},{"type":"resource_link","name":"a.go","uri":"file:///a.go"},{"type":"text","text":"` + half + `"}]}`
-	f, _ := h.Call("session/prompt", params)
+	// 4 MiB of JSON takes a while under -race on a loaded machine: the
+	// same minute as the first.
+	h.Expect("2", "session/prompt")
+	h.SendRaw([]byte(RequestLine("2", "session/prompt", params)+"\n"), time.Minute)
+	resp, _ = h.AwaitWithin("2", time.Minute)
+	f := ParseWireFrame(t, resp)
 	require.NotNil(t, f.Error)
 	assert.Equal(t, "Invalid params: prompt too large: 4194352 bytes of text exceed the 4 MiB limit (maxPromptBytes); send less text, or reference large content as a file", f.Error.Message)
 	assert.Empty(t, fa.Session(t, sid).Prompts())

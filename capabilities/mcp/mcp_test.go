@@ -289,11 +289,15 @@ func TestConnectionsOutliveTheConnectTimeout(t *testing.T) {
 	t.Cleanup(sse.Close)
 	streamable := httptest.NewServer(sdk.NewStreamableHTTPHandler(testServer, nil))
 	t.Cleanup(streamable.Close)
-	f := start(t, approval.AllowedAlways, 300*time.Millisecond,
+	// Long enough for the stdio server (this test binary, under -race) to
+	// start on a loaded machine; the calls come well after it ran out.
+	const connect = 1500 * time.Millisecond
+	t0 := time.Now()
+	f := start(t, approval.AllowedAlways, connect,
 		mcp.Server{Name: "old", Transport: mcp.SSE, URL: sse.URL},
 		mcp.Server{Name: "web", Transport: mcp.HTTP, URL: streamable.URL},
 		stdio(t, "local", "serve"))
-	time.Sleep(700 * time.Millisecond)
+	time.Sleep(time.Until(t0.Add(connect + 400*time.Millisecond)))
 	assert.Equal(t, "echo: later", text(f.call("mcp__old__echo", `{"text":"later"}`)))
 	assert.Equal(t, "echo: later", text(f.call("mcp__web__echo", `{"text":"later"}`)))
 	assert.Equal(t, "echo: later", text(f.call("mcp__local__echo", `{"text":"later"}`)))
