@@ -25,7 +25,9 @@ import (
 // what the whole session does. deriveHistory(compacted(events)),
 // foldHeader, usedTokens and the mode at the last header are the same
 // folds from scratch: the reference this state must equal at every event
-// (TestDerivedMatchesFullFolds, Config.CheckDerivation).
+// (TestDerivedMatchesFullFolds, Config.CheckDerivation). After a
+// compaction it also has the log let go of what the summary replaced
+// (release), which no later request needs.
 type derived struct {
 	mu       sync.Mutex
 	n        int // kept events folded so far (an index into the log's Events)
@@ -321,9 +323,9 @@ func (r *derived) headerMode() string { return cmp.Or(r.modeAtHeader, DefaultMod
 
 // verify compares the state with the same folds computed from scratch
 // over events, the whole log r has folded (what the log released
-// included): the history and its check, the
-// header, the context use, the compaction boundary and the mode at the
-// last header. It returns the first difference.
+// included): the history and its check, the header, the context use, the
+// compaction boundary and the mode at the last header. It returns the
+// first difference.
 func (r *derived) verify(events []session.Event) error {
 	at := -1 // the seq of the last event folded, for the messages
 	if len(events) > 0 {
