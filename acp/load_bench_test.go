@@ -118,6 +118,25 @@ func TestLoadMergesChunks(t *testing.T) {
 	require.Equal(t, each-merged, int64(3*39), "each message's 40 chunks are one update")
 }
 
+// loadRig stores session "s" of turns turns with chunks-chunk answers,
+// and others one-turn sessions besides, in a JSONL store, and returns an
+// initialized client over it (merged replay) and the sessions' cwd.
+func loadRig(b *testing.B, turns, chunks, others int) (*loadClient, string) {
+	dir, cwd := b.TempDir(), b.TempDir()
+	store, err := jsonl.Open(dir)
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { _ = store.Close() })
+	storeTurns(b, store, "s", cwd, turns, chunks)
+	for i := range others {
+		storeTurns(b, store, fmt.Sprintf("o%04d", i), cwd, 1, 1)
+	}
+	lc := newLoadClient(b, store, true)
+	lc.call(b, "initialize", map[string]any{"protocolVersion": 1})
+	return lc, cwd
+}
+
 // BenchmarkLoad loads a stored session of 100 and of 1,000 turns, each
 // with a 100-chunk answer, through session/load (the store's read and
 // repair, the resumed session, the replay to the client), and fails when
@@ -128,15 +147,7 @@ func BenchmarkLoad(b *testing.B) {
 	costs := map[int]time.Duration{}
 	for _, turns := range []int{100, 1000} {
 		b.Run(fmt.Sprintf("turns=%d", turns), func(b *testing.B) {
-			dir, cwd := b.TempDir(), b.TempDir()
-			store, err := jsonl.Open(dir)
-			if err != nil {
-				b.Fatal(err)
-			}
-			defer store.Close()
-			storeTurns(b, store, "s", cwd, turns, 100)
-			lc := newLoadClient(b, store, true)
-			lc.call(b, "initialize", map[string]any{"protocolVersion": 1})
+			lc, cwd := loadRig(b, turns, 100, 0)
 			var wall, cpu []time.Duration
 			var updates int64
 			for b.Loop() {
@@ -180,18 +191,7 @@ func BenchmarkLoadAmongMany(b *testing.B) {
 	costs := map[int]time.Duration{}
 	for _, others := range []int{0, 1000} {
 		b.Run(fmt.Sprintf("others=%d", others), func(b *testing.B) {
-			dir, cwd := b.TempDir(), b.TempDir()
-			store, err := jsonl.Open(dir)
-			if err != nil {
-				b.Fatal(err)
-			}
-			defer store.Close()
-			storeTurns(b, store, "s", cwd, 100, 10)
-			for i := range others {
-				storeTurns(b, store, fmt.Sprintf("o%04d", i), cwd, 1, 1)
-			}
-			lc := newLoadClient(b, store, true)
-			lc.call(b, "initialize", map[string]any{"protocolVersion": 1})
+			lc, cwd := loadRig(b, 100, 10, others)
 			var cpu []time.Duration
 			for b.Loop() {
 				t0, c0 := time.Now(), processCPU()
