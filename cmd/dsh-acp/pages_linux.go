@@ -108,7 +108,9 @@ func readOnlyMappings(maps []byte, path string) []span {
 // unrelocated reports whether the ELF file at path is a 64-bit
 // executable that nothing writes into at start-up: linked at fixed
 // addresses (ET_EXEC), with no program interpreter (PT_INTERP) and no
-// segment made read-only after relocation (PT_GNU_RELRO).
+// segment made read-only after relocation (PT_GNU_RELRO). It reads the
+// two headers by hand: debug/elf would link five more packages (155 KB)
+// into the server for these four fields.
 func unrelocated(path string) bool {
 	f, err := os.Open(path)
 	if err != nil {
